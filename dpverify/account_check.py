@@ -1,0 +1,68 @@
+"""The ``account`` check: does the noise the ledger shows buy the epsilon the variant claims?"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from dpverify.accounting import account_ledger, claimed_epsilon
+from dpverify.checks import CheckSpec, Outcome, RunContext, check_kind
+from dpverify.claims import PrivacyClaim, Verdict
+from dpverify.execution import build_problem, run_target, seed_streams
+from dpverify.registry import resolve
+
+
+def account_target(
+    target: str, params: Mapping[str, Any] | None = None, *, seed: int = 0,
+    scale: str = "quick", delta: float | None = None,
+) -> tuple[Any, PrivacyClaim, Any]:
+    """Run ``target`` once and account its ledger at the claim's delta.
+
+    Returns the :class:`~dpverify.accounting.AccountingResult`, the claim and the ledger.
+
+    Examples
+    --------
+    >>> res, claim, ledger = account_target("noisy_gd:sound", {"T": 5})
+    >>> abs(res.epsilon - claim.epsilon) < 1e-3
+    True
+    """
+    t = resolve(target)
+    p = t.algorithm.params(t.variant.name, params, scale)
+    claim = t.variant.claim(p)
+    problem = build_problem(t, p, seed)
+    _, cur = run_target(t, p, problem, trials=1, rng=seed_streams(seed, 2)[1])
+    d = delta if delta is not None else (claim.delta if claim.delta is not None else 1e-6)
+    return account_ledger(cur.ledger, d, claim.relation), claim, cur.ledger
+
+
+@check_kind("account")
+def account_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
+    """epsilon_accountant <= epsilon_claimed (1 + rtol), else FAIL with both numbers."""
+    rtol = float(spec.options.get("rtol", 1e-3))
+    res, claim, ledger = account_target(spec.target, spec.params, seed=ctx.seed,
+                                        scale=ctx.scale, delta=spec.options.get("delta"))
+    eps_claimed = claimed_epsilon(claim, res.delta)
+    eps_acc = res.epsilon
+    violated = eps_acc > eps_claimed * (1.0 + rtol)
+    if claim.rho is not None and res.rho is not None:
+        violated = res.rho > claim.rho * (1.0 + rtol)
+    verdict = Verdict.FAIL if violated else Verdict.PASS
+    ratio = eps_acc / eps_claimed if math.isfinite(eps_acc) else math.inf
+    metrics = {
+        "epsilon_accountant": eps_acc,
+        "epsilon_claimed": eps_claimed,
+        "delta": res.delta,
+        "relation": res.relation,
+        "ratio": ratio,
+        "epsilon_pld": res.by_accountant.get("pld"),
+        "epsilon_rdp": res.by_accountant.get("rdp"),
+        "rho_accountant": res.rho,
+        "rho_claimed": claim.rho,
+        "releases": len(ledger),
+        "gradient_evaluations": ledger.records_touched,
+    }
+    word = "exceeds" if violated else "is within"
+    msg = (f"ledger epsilon {eps_acc:.4g} {word} the claimed {eps_claimed:.4g} "
+           f"at delta={res.delta:g} ({len(ledger)} releases)")
+    return Outcome(verdict, metrics, {"events": [str(e) for e in res.events][:4]}, msg)

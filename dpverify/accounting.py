@@ -1,0 +1,363 @@
+"""Privacy accounting: ledger -> ``dp_accounting`` events -> epsilon; noise calibration.
+
+The ledger says what was released; this module says what that buys. Releases that touch
+disjoint records compose in parallel: each record is charged only for the releases that
+could have touched it, and the run's epsilon is the worst record's. Amplified sampling
+(Poisson, uniform with or without replacement) touches every record with the sampling
+probability and is wrapped in the matching sampled event.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import dp_accounting as dpa
+import numpy as np
+from dp_accounting.pld import PLDAccountant
+from dp_accounting.rdp import RdpAccountant
+
+from dpverify.claims import PrivacyClaim, check_relation
+from dpverify.curator import Ledger, Release
+from dpverify.errors import InputError, check_delta, check_epsilon, check_positive
+
+_RELATIONS = {
+    "add_remove": dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+    "replace_one": dpa.NeighboringRelation.REPLACE_ONE,
+}
+
+# Dense orders make the zCDP -> (epsilon, delta) conversion tight (libraries.md, section 2).
+_DENSE_ORDERS = list(np.linspace(1.01, 10.0, 200)) + list(range(11, 200)) + [256, 512, 1024]
+
+
+def release_event(rel: Release) -> dpa.DpEvent:
+    """The ``dp_accounting`` event of one release, sampling included.
+
+    Examples
+    --------
+    >>> from dpverify.curator import Release
+    >>> r = Release(0, "g", "gaussian", 1.0, "l2", 2.0, "poisson", 0.01, None, 100, 0, (3,))
+    >>> release_event(r)
+    PoissonSampledDpEvent(sampling_probability=0.01, event=GaussianDpEvent(noise_multiplier=2.0))
+    """
+    if rel.mechanism == "exact":
+        return dpa.NonPrivateDpEvent()
+    if rel.sensitivity == 0:
+        return dpa.NoOpDpEvent()
+    if rel.noise == 0:
+        return dpa.NonPrivateDpEvent()
+    mult = rel.noise_multiplier
+    base: dpa.DpEvent = (
+        dpa.GaussianDpEvent(mult) if rel.mechanism == "gaussian" else dpa.LaplaceDpEvent(mult)
+    )
+    if rel.sampling == "poisson":
+        return dpa.PoissonSampledDpEvent(rel.rate, base)
+    if rel.sampling == "uniform_without_replacement":
+        return dpa.SampledWithoutReplacementDpEvent(rel.dataset_size, rel.batch_size, base)
+    if rel.sampling == "uniform_with_replacement":
+        return dpa.SampledWithReplacementDpEvent(rel.dataset_size, rel.batch_size, base)
+    return base  # full batch or a shuffled partition: no amplification
+
+
+def _compose(counts: Counter) -> dpa.DpEvent:
+    events = [dpa.SelfComposedDpEvent(e, c) if c > 1 else e for e, c in counts.items()]
+    if not events:
+        return dpa.NoOpDpEvent()
+    return events[0] if len(events) == 1 else dpa.ComposedDpEvent(events)
+
+
+def ledger_events(ledger: Ledger | Iterable[Release]) -> list[dpa.DpEvent]:
+    """One composed event per distinct record history (parallel composition).
+
+    Releases on the whole pool (full batch, amplified sampling) are charged to every
+    record. Releases on a partition (shuffled epochs) are charged to the records they
+    touched; records with the same history share one event. Every trial is looked at,
+    and the accountant keeps the worst.
+
+    Examples
+    --------
+    >>> from dpverify.curator import Curator
+    >>> from dpverify.data import Dataset
+    >>> cur = Curator(Dataset(np.ones((4, 1)), np.zeros(4)), rng=0)
+    >>> for b in cur.epoch(2):
+    ...     _ = cur.gaussian("s", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=1.0, batch=b)
+    >>> ledger_events(cur.ledger)  # each record is in one of the two batches
+    [GaussianDpEvent(noise_multiplier=1.0)]
+    """
+    releases = list(ledger)
+    common: Counter = Counter()
+    partitioned: list[tuple[dpa.DpEvent, np.ndarray]] = []
+    for rel in releases:
+        ev = release_event(rel)
+        if isinstance(ev, dpa.NoOpDpEvent):
+            continue
+        if rel.touched is None:
+            common[ev] += 1
+        else:
+            partitioned.append((ev, rel.touched))
+    if not partitioned:
+        return [_compose(common)]
+    # Per (trial, record): how often each distinct partitioned event touched it.
+    kinds = list(dict.fromkeys(ev for ev, _ in partitioned))
+    shape = partitioned[0][1].shape
+    hist = np.zeros((len(kinds),) + shape, dtype=np.int64)
+    for ev, touched in partitioned:
+        hist[kinds.index(ev)] += touched
+    rows = np.unique(hist.reshape(len(kinds), -1).T, axis=0)
+    out = []
+    for row in rows:
+        counts = Counter(common)
+        for k, c in zip(kinds, row, strict=True):
+            if c:
+                counts[k] += int(c)
+        out.append(_compose(counts))
+    return out
+
+
+@dataclass(frozen=True)
+class AccountingResult:
+    """Epsilon (or delta) of a ledger by each accountant, and the events behind it."""
+
+    epsilon: float  # the tightest valid answer (PLD where supported, else RDP)
+    delta: float
+    relation: str
+    by_accountant: dict[str, float] = field(default_factory=dict)
+    rho: float | None = None
+    events: tuple[Any, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "epsilon": _jsonable(self.epsilon),
+            "delta": self.delta,
+            "relation": self.relation,
+            "rho": self.rho,
+            "by_accountant": {k: _jsonable(v) for k, v in self.by_accountant.items()},
+            "events": [str(e) for e in self.events],
+        }
+
+
+def _jsonable(x: float) -> float | str:
+    return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
+
+
+def epsilon_of_event(
+    event: dpa.DpEvent, delta: float, relation: str = "add_remove", accountant: str = "pld"
+) -> float:
+    """Epsilon of one event at ``delta`` by ``accountant`` (``pld`` or ``rdp``).
+
+    Returns ``nan`` when the accountant does not support the event under the relation.
+
+    Examples
+    --------
+    >>> ev = dpa.GaussianDpEvent(1.0)
+    >>> round(epsilon_of_event(ev, 1e-5), 3)
+    4.377
+    """
+    rel = _RELATIONS[check_relation(relation)]
+    if accountant == "pld":
+        acc = PLDAccountant(neighboring_relation=rel, value_discretization_interval=1e-4)
+    elif accountant == "rdp":
+        acc = RdpAccountant(orders=_DENSE_ORDERS, neighboring_relation=rel)
+    else:
+        raise InputError(f"accountant must be 'pld' or 'rdp', got {accountant!r}")
+    if not acc.supports(event):
+        return math.nan
+    return float(acc.compose(event).get_epsilon(delta))
+
+
+def account_events(
+    events: list[dpa.DpEvent], delta: float, relation: str = "add_remove"
+) -> AccountingResult:
+    """Worst epsilon over record histories, by PLD and RDP.
+
+    The headline epsilon is PLD's (tight) where it supports every event, else RDP's.
+    """
+    delta = check_delta(delta)
+    if any(_has_nonprivate(e) for e in events):
+        return AccountingResult(math.inf, delta, relation, {"pld": math.inf, "rdp": math.inf},
+                                events=tuple(events))
+    by: dict[str, float] = {}
+    for name in ("pld", "rdp"):
+        vals = [epsilon_of_event(e, delta, relation, name) for e in events]
+        by[name] = math.nan if any(math.isnan(v) for v in vals) else max(vals, default=0.0)
+    eps = by["pld"] if not math.isnan(by["pld"]) else by["rdp"]
+    if math.isnan(eps):
+        raise InputError(
+            f"no accountant supports these releases under {relation}: {events[:1]}"
+        )
+    return AccountingResult(eps, delta, relation, by, events=tuple(events))
+
+
+def _has_nonprivate(event: Any) -> bool:
+    if isinstance(event, dpa.NonPrivateDpEvent):
+        return True
+    for attr in ("event", "events"):
+        sub = getattr(event, attr, None)
+        if sub is None:
+            continue
+        subs = sub if isinstance(sub, list) else [sub]
+        if any(_has_nonprivate(s) for s in subs):
+            return True
+    return False
+
+
+def account_ledger(
+    ledger: Ledger, delta: float, relation: str = "add_remove"
+) -> AccountingResult:
+    """Epsilon at ``delta`` of everything the ledger released.
+
+    Examples
+    --------
+    >>> from dpverify.curator import Curator
+    >>> from dpverify.data import Dataset
+    >>> cur = Curator(Dataset(np.ones((4, 1)), np.zeros(4)), rng=0)
+    >>> _ = cur.exact("peek", lambda X, y, w: w @ X)
+    >>> account_ledger(cur.ledger, 1e-5).epsilon
+    inf
+    """
+    res = account_events(ledger_events(ledger), delta, relation)
+    rho = zcdp_of_ledger(ledger)
+    return AccountingResult(res.epsilon, res.delta, res.relation, res.by_accountant, rho,
+                            res.events)
+
+
+def zcdp_of_ledger(ledger: Ledger | Iterable[Release]) -> float | None:
+    """rho of the ledger when every release is an unsampled Gaussian, else ``None``.
+
+    A Gaussian release with sensitivity Delta and standard deviation sigma is
+    Delta^2 / (2 sigma^2)-zCDP (Bun and Steinke 2016, Prop 1.6); zCDP composes additively
+    (Lemma 2.3), and in parallel over disjoint records.
+    """
+    per_record: np.ndarray | float = 0.0
+    common = 0.0
+    for rel in ledger:
+        if rel.mechanism != "gaussian" or rel.sampling in ("poisson", "uniform_with_replacement",
+                                                          "uniform_without_replacement"):
+            if rel.mechanism == "exact":
+                return math.inf
+            return None
+        if rel.sensitivity == 0:
+            continue
+        rho = math.inf if rel.noise == 0 else rel.sensitivity**2 / (2.0 * rel.noise**2)
+        if rel.touched is None:
+            common += rho
+        else:
+            per_record = per_record + rho * rel.touched
+    worst = float(np.max(per_record)) if isinstance(per_record, np.ndarray) else per_record
+    return common + worst
+
+
+def claimed_epsilon(claim: PrivacyClaim, delta: float | None = None) -> float:
+    """The claim's epsilon at ``delta`` (its own delta by default).
+
+    zCDP claims are converted through the RDP curve of rho-zCDP, the tight route.
+
+    Examples
+    --------
+    >>> claimed_epsilon(PrivacyClaim(epsilon=2.0, delta=1e-6))
+    2.0
+    """
+    delta = claim.delta if delta is None else delta
+    if claim.rho is not None and claim.epsilon is None:
+        return epsilon_of_event(dpa.ZCDpEvent(claim.rho), delta, claim.relation, "rdp")
+    return claim.epsilon_at(delta)
+
+
+def calibrate_noise_multiplier(
+    make_event: Callable[[float], dpa.DpEvent],
+    *,
+    target_epsilon: float,
+    target_delta: float,
+    relation: str = "add_remove",
+    accountant: str = "pld",
+) -> float:
+    """The smallest noise multiplier whose event meets (target_epsilon, target_delta).
+
+    Examples
+    --------
+    >>> sigma = calibrate_noise_multiplier(dpa.GaussianDpEvent, target_epsilon=1.0,
+    ...                                    target_delta=1e-5)
+    >>> abs(epsilon_of_event(dpa.GaussianDpEvent(sigma), 1e-5) - 1.0) < 1e-3
+    True
+    """
+    target_epsilon = check_epsilon(target_epsilon, "target_epsilon")
+    target_delta = check_delta(target_delta, "target_delta")
+    rel = _RELATIONS[check_relation(relation)]
+
+    def fresh_rdp() -> dpa.PrivacyAccountant:
+        return RdpAccountant(orders=_DENSE_ORDERS, neighboring_relation=rel)
+
+    def fresh_pld() -> dpa.PrivacyAccountant:
+        return PLDAccountant(neighboring_relation=rel, value_discretization_interval=1e-4)
+
+    # RDP is cheap at any noise level and never tighter than PLD, so its answer brackets
+    # PLD's from above; a PLD search started at tiny noise would allocate without bound.
+    s_rdp = float(dpa.calibrate_dp_mechanism(
+        fresh_rdp, make_event, target_epsilon, target_delta,
+        bracket_interval=dpa.LowerEndpointAndGuess(1e-3, 1.0), tol=1e-7,
+    ))
+    if accountant == "rdp":
+        return s_rdp
+    if accountant != "pld":
+        raise InputError(f"accountant must be 'pld' or 'rdp', got {accountant!r}")
+    return float(dpa.calibrate_dp_mechanism(
+        fresh_pld, make_event, target_epsilon, target_delta,
+        bracket_interval=dpa.ExplicitBracketInterval(0.2 * s_rdp, 1.001 * s_rdp), tol=1e-6,
+    ))
+
+
+@functools.lru_cache(maxsize=256)
+def calibrate_gaussian(
+    *,
+    target_epsilon: float,
+    target_delta: float,
+    steps: int = 1,
+    sampling_probability: float | None = None,
+    relation: str = "add_remove",
+) -> float:
+    """Noise multiplier for ``steps`` Gaussian releases, Poisson-sampled if a rate is given.
+
+    Examples
+    --------
+    >>> s = calibrate_gaussian(target_epsilon=1.0, target_delta=1e-5)
+    >>> round(s, 2)  # the analytic Gaussian mechanism (Balle and Wang 2018)
+    3.73
+    """
+    steps = int(check_positive(steps, "steps", integer=True))
+
+    def make(sigma: float) -> dpa.DpEvent:
+        ev: dpa.DpEvent = dpa.GaussianDpEvent(sigma)
+        if sampling_probability is not None and sampling_probability < 1:
+            ev = dpa.PoissonSampledDpEvent(sampling_probability, ev)
+        return dpa.SelfComposedDpEvent(ev, steps) if steps > 1 else ev
+
+    return calibrate_noise_multiplier(
+        make, target_epsilon=target_epsilon, target_delta=target_delta, relation=relation
+    )
+
+
+def rho_to_epsilon(rho: float, delta: float) -> float:
+    """Tight (epsilon, delta) of rho-zCDP through its Renyi curve.
+
+    Examples
+    --------
+    >>> rho_to_epsilon(0.5, 1e-5) < 0.5 + 2 * math.sqrt(0.5 * math.log(1e5))
+    True
+    """
+    return epsilon_of_event(dpa.ZCDpEvent(check_positive(rho, "rho")), check_delta(delta),
+                            "add_remove", "rdp")
+
+
+def gaussian_sigma_for_rho(rho: float, sensitivity: float = 1.0, steps: int = 1) -> float:
+    """Noise std making ``steps`` Gaussian releases rho-zCDP (Bun and Steinke 2016, Prop 1.6).
+
+    Examples
+    --------
+    >>> gaussian_sigma_for_rho(0.5)
+    1.0
+    """
+    return sensitivity * math.sqrt(steps / (2.0 * check_positive(rho, "rho")))

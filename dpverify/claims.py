@@ -1,0 +1,153 @@
+"""Claims are data: what a variant promises about privacy and utility.
+
+Checks compare measurements with these declarations, never with numbers written into a test.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from dpverify.errors import InputError, check_delta, check_epsilon, check_positive
+
+Relation = Literal["add_remove", "replace_one"]
+RELATIONS: tuple[str, ...] = ("add_remove", "replace_one")
+
+
+def check_relation(relation: str) -> str:
+    """Return a valid neighbouring relation name, or raise :class:`InputError`.
+
+    Examples
+    --------
+    >>> check_relation("replace_one")
+    'replace_one'
+    """
+    if relation not in RELATIONS:
+        raise InputError(f"neighbouring relation must be one of {RELATIONS}, got {relation!r}")
+    return relation
+
+
+class Verdict(str, enum.Enum):
+    """Outcome of a check. PASS means "no evidence of violation at level alpha"."""
+
+    PASS = "PASS"
+    FAIL = "FAIL"
+    INCONCLUSIVE = "INCONCLUSIVE"
+
+    @classmethod
+    def parse(cls, value: str) -> Verdict:
+        """Parse a verdict name, case-insensitively.
+
+        Examples
+        --------
+        >>> Verdict.parse("fail")
+        <Verdict.FAIL: 'FAIL'>
+        """
+        try:
+            return cls(str(value).upper())
+        except ValueError:
+            raise InputError(
+                f"verdict must be one of PASS, FAIL, INCONCLUSIVE, got {value!r}"
+            ) from None
+
+
+@dataclass(frozen=True)
+class PrivacyClaim:
+    """A privacy guarantee: (epsilon, delta)-DP or rho-zCDP under a neighbouring relation.
+
+    Examples
+    --------
+    >>> PrivacyClaim(epsilon=1.0, delta=1e-5).relation
+    'add_remove'
+    >>> PrivacyClaim(rho=0.5).kind
+    'zcdp'
+    """
+
+    epsilon: float | None = None
+    delta: float | None = None
+    rho: float | None = None
+    relation: str = "add_remove"
+
+    def __post_init__(self) -> None:
+        check_relation(self.relation)
+        if self.rho is None and self.epsilon is None:
+            raise InputError("a privacy claim needs epsilon (with delta) or rho")
+        if self.epsilon is not None:
+            check_epsilon(self.epsilon)
+            if self.delta is None:
+                raise InputError("an (epsilon, delta) claim needs delta (use a small delta)")
+            check_delta(self.delta)
+        if self.rho is not None:
+            check_positive(self.rho, "rho")
+
+    @property
+    def kind(self) -> str:
+        """``"zcdp"`` for a rho claim, else ``"approx_dp"``."""
+        return "zcdp" if self.rho is not None else "approx_dp"
+
+    def epsilon_at(self, delta: float) -> float:
+        """The claimed epsilon at ``delta`` (zCDP converted by Bun and Steinke 2016, Prop 1.3).
+
+        Examples
+        --------
+        >>> round(PrivacyClaim(rho=0.5).epsilon_at(1e-5), 3)
+        5.299
+        """
+        if self.epsilon is not None and (self.delta is None or delta >= self.delta):
+            return float(self.epsilon)
+        if self.rho is not None:
+            # Bun & Steinke 2016, Proposition 1.3: rho-zCDP => (rho + 2 sqrt(rho log 1/delta), delta).
+            return self.rho + 2.0 * math.sqrt(self.rho * math.log(1.0 / delta))
+        return math.inf
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class UtilityClaim:
+    """A utility theorem: ``quantity <= C * prod(param ** exponent) * log factors``.
+
+    Parameters
+    ----------
+    quantity
+        Name of the metric the theorem bounds, e.g. ``"excess_risk"`` or ``"grad_norm"``.
+    exponents
+        Exponent of each grid parameter, e.g. ``{"n": -2, "d": 1, "epsilon": -2}``.
+    log_factors
+        Factors the theorem carries and a fit divides out, as expressions in the grid
+        parameters, e.g. ``("log(1/delta)",)``.
+    sided
+        ``"upper"`` for an upper bound (a one-sided test), ``"two"`` for a tight rate.
+    regime
+        Constraints under which the theorem holds, e.g. ``("n*epsilon >= sqrt(d)",)``.
+    source
+        Where the theorem is stated: paper, theorem number.
+
+    Examples
+    --------
+    >>> u = UtilityClaim("excess_risk", {"n": -2.0, "d": 1.0}, source="Bassily et al. 2014")
+    >>> u.exponents["n"]
+    -2.0
+    """
+
+    quantity: str
+    exponents: dict[str, float]
+    log_factors: tuple[str, ...] = ()
+    sided: str = "upper"
+    regime: tuple[str, ...] = ()
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A known defect a variant carries on purpose (planted) or as printed (paper)."""
+
+    summary: str
+    source: str = ""
+    detected_by: tuple[str, ...] = field(default_factory=tuple)

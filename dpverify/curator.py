@@ -1,0 +1,451 @@
+"""The curator: the only door to private data, its ledger, and replay on neighbours.
+
+Reference algorithms never touch a dataset. They ask the curator for answers: a noisy
+query (Gaussian or Laplace), a sampled batch, or an explicitly non-private ``exact``
+answer. Every release is written to the :class:`Ledger`. The same algorithm code serves
+every check:
+
+* run: :class:`Curator` adds noise and returns answers (for K trials at once);
+* account: :mod:`dpverify.accounting` turns the ledger into a ``dp_accounting`` event;
+* replay: :class:`Curator` built with :meth:`Curator.replay` evaluates every query on D
+  and D' with the same randomness and released history, and records both values next to
+  the declared sensitivity (sensitivity checks, white-box audits);
+* agreement: the same noise stream on two backends.
+
+A query is a function ``query(X, y, w) -> array (trials, ...)`` of the records ``X``
+(slots, d), labels ``y`` (slots,) and per-trial record weights ``w`` (trials, slots): 0 for
+a record outside the batch, 1 inside (a count under sampling with replacement).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpverify.backends import Backend, get_backend
+from dpverify.data import Dataset, NeighbourPair
+from dpverify.errors import InputError, check_positive
+
+Query = Callable[[Any, Any, Any], Any]
+
+SAMPLING_SCHEMES = (
+    "full",
+    "poisson",
+    "uniform_without_replacement",
+    "uniform_with_replacement",
+    "shuffle",
+)
+# Schemes whose privacy amplification the accountant credits: the batch is a random draw
+# from the whole pool, so each query "touches" every record with the sampling probability.
+AMPLIFIED = ("poisson", "uniform_without_replacement", "uniform_with_replacement")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A batch handed out by the curator; algorithms pass it to queries, never read it.
+
+    ``size`` is the public nominal batch size (``None`` for Poisson, whose size is private).
+    """
+
+    scheme: str
+    weights: np.ndarray = field(repr=False)  # (trials, slots), 0/1 or counts
+    rate: float
+    size: int | None
+    epoch: int | None = None
+
+
+@dataclass
+class Release:
+    """One entry of the ledger."""
+
+    index: int
+    name: str
+    mechanism: str  # "gaussian" | "laplace" | "exact"
+    sensitivity: float | None  # declared, in ``norm``
+    norm: str | None  # "l2" | "l1"
+    noise: float  # Gaussian standard deviation, or Laplace scale
+    sampling: str
+    rate: float
+    batch_size: int | None
+    dataset_size: int
+    step: int | None
+    shape: tuple[int, ...]
+    touched: np.ndarray | None = field(default=None, repr=False)
+    # Replay on neighbours (None in a plain run). Values are per trial, flattened.
+    value_D: np.ndarray | None = field(default=None, repr=False)
+    value_D_prime: np.ndarray | None = field(default=None, repr=False)
+    value_out: np.ndarray | None = field(default=None, repr=False)
+    included: np.ndarray | None = field(default=None, repr=False)
+    answer: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def noise_multiplier(self) -> float:
+        """Noise relative to the declared sensitivity (dp_accounting's convention)."""
+        if self.mechanism == "exact":
+            return 0.0
+        if not self.sensitivity:
+            return np.inf
+        return self.noise / self.sensitivity
+
+    @property
+    def true_difference(self) -> np.ndarray | None:
+        """||q(D) - q(D')|| per trial in the declared norm, when replayed."""
+        if self.value_D is None or self.value_D_prime is None:
+            return None
+        diff = self.value_D - self.value_D_prime
+        ordr = 1 if self.norm == "l1" else 2
+        with np.errstate(invalid="ignore"):
+            return np.linalg.norm(diff, ord=ordr, axis=1)
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready description of the release (without per-trial arrays)."""
+        return {
+            "index": self.index,
+            "name": self.name,
+            "mechanism": self.mechanism,
+            "sensitivity": self.sensitivity,
+            "norm": self.norm,
+            "noise": self.noise,
+            "sampling": self.sampling,
+            "rate": self.rate,
+            "batch_size": self.batch_size,
+            "dataset_size": self.dataset_size,
+            "step": self.step,
+            "shape": list(self.shape),
+        }
+
+
+@dataclass
+class Ledger:
+    """Every release, in order, with the neighbouring relation the declarations assume."""
+
+    releases: list[Release] = field(default_factory=list)
+    dataset_size: int = 0
+    trials: int = 1
+    records_touched: int = 0  # per-record query evaluations (gradient evaluations), trial 0
+
+    def __len__(self) -> int:
+        return len(self.releases)
+
+    def __iter__(self) -> Iterator[Release]:
+        return iter(self.releases)
+
+    def signature(self) -> list[tuple[Any, ...]]:
+        """The data-independent shape of the run: what must not depend on the data."""
+        return [
+            (r.name, r.mechanism, r.sensitivity, r.noise, r.sampling, r.rate, r.batch_size,
+             r.shape)
+            for r in self.releases
+        ]
+
+
+class Curator:
+    """Holds the data, answers queries for K trials at once, and keeps the ledger.
+
+    Parameters
+    ----------
+    data
+        The private dataset.
+    trials
+        Number of independent runs evaluated at once (the leading axis of every answer).
+    rng
+        Seed or generator for sampling and noise.
+    backend
+        ``"numpy"`` (default), ``"torch"``, ``"torch:cuda"`` or a :class:`Backend`.
+    n_public
+        The dataset size the algorithm may use (defaults to ``data.n``). Under add/remove
+        neighbours the true size is private, so algorithms must divide by this, not by a
+        count of the data.
+
+    Examples
+    --------
+    >>> from dpverify.data import Dataset
+    >>> D = Dataset(np.ones((4, 2)), np.zeros(4))
+    >>> cur = Curator(D, trials=3, rng=0)
+    >>> ans = cur.gaussian("sum", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=0.0)
+    >>> ans.shape, float(ans[0, 0])
+    ((3, 2), 4.0)
+    >>> len(cur.ledger), cur.ledger.releases[0].mechanism
+    (1, 'gaussian')
+    """
+
+    def __init__(
+        self,
+        data: Dataset,
+        *,
+        trials: int = 1,
+        rng: int | np.random.Generator | np.random.SeedSequence | None = None,
+        backend: str | Backend | None = None,
+        n_public: int | None = None,
+        keep_answers: bool = False,
+    ) -> None:
+        self.trials = int(check_positive(trials, "trials", integer=True))
+        self.rng = _as_generator(rng)
+        self.backend = get_backend(backend)
+        self.xp = self.backend.xp
+        self._pair: NeighbourPair | None = None
+        self._keep_answers = keep_answers
+        self._worlds: list[Dataset] = [data]
+        self._present = [np.ones(data.n, dtype=bool)]
+        self.n = int(n_public if n_public is not None else data.n)
+        self.d = data.d
+        self._slots = data.n
+        self._to_backend()
+        self.ledger = Ledger(dataset_size=self.n, trials=self.trials)
+        self._step: int | None = None
+
+    # construction ---------------------------------------------------------------
+    @classmethod
+    def replay(
+        cls,
+        pair: NeighbourPair,
+        *,
+        trials: int = 1,
+        rng: int | np.random.Generator | np.random.SeedSequence | None = None,
+        backend: str | Backend | None = None,
+        n_public: int | None = None,
+        keep_answers: bool = False,
+    ) -> Curator:
+        """A curator that runs on ``pair.D`` and evaluates every query on ``pair.D_prime`` too.
+
+        Records live in a common set of slots: under add/remove the larger dataset fills
+        them and the smaller one leaves slot ``pair.index`` empty, so both worlds see the
+        same batches. The algorithm receives D's noisy answers; D' is only evaluated.
+
+        Examples
+        --------
+        >>> from dpverify.data import Dataset, NeighbourPair
+        >>> D = Dataset(np.eye(3), np.zeros(3))
+        >>> cur = Curator.replay(NeighbourPair.add_remove(D, 1))
+        >>> _ = cur.gaussian("sum", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=1.0)
+        >>> float(cur.ledger.releases[0].true_difference[0])
+        1.0
+        """
+        D, Dp = pair.D, pair.D_prime
+        big = D if D.n >= Dp.n else Dp
+        cur = cls(big, trials=trials, rng=rng, backend=backend,
+                  n_public=n_public if n_public is not None else D.n, keep_answers=keep_answers)
+        cur._pair = pair
+        present_D = np.ones(big.n, dtype=bool)
+        present_Dp = np.ones(big.n, dtype=bool)
+        if pair.relation == "add_remove":
+            (present_Dp if D.n > Dp.n else present_D)[pair.index] = False
+            worlds = [big, big]
+        else:
+            worlds = [D, Dp]
+        cur._worlds = worlds
+        cur._present = [present_D, present_Dp]
+        cur._slots = big.n
+        cur._to_backend()
+        return cur
+
+    def _to_backend(self) -> None:
+        b = self.backend
+        self._X = [b.asarray(w.X) for w in self._worlds]
+        self._y = [b.asarray(w.y) for w in self._worlds]
+        self._present_b = [b.asarray(p.astype(float)) for p in self._present]
+
+    @property
+    def replaying(self) -> bool:
+        return self._pair is not None
+
+    @property
+    def pair(self) -> NeighbourPair | None:
+        return self._pair
+
+    # bookkeeping ------------------------------------------------------------------
+    def step(self, t: int | None) -> None:
+        """Label the releases that follow with iteration ``t`` (for reports)."""
+        self._step = t
+
+    # sampling ---------------------------------------------------------------------
+    def full_batch(self) -> Batch:
+        """Every record, every trial."""
+        w = np.ones((self.trials, self._slots))
+        return Batch("full", w, 1.0, self.n)
+
+    def sample(
+        self, scheme: str, *, rate: float | None = None, size: int | None = None
+    ) -> Batch:
+        """Draw a batch per trial.
+
+        ``poisson`` takes ``rate`` (each record independently); the uniform schemes take
+        ``size`` (drawn from the ``n_public`` slots).
+
+        Examples
+        --------
+        >>> from dpverify.data import Dataset
+        >>> cur = Curator(Dataset(np.ones((100, 1)), np.zeros(100)), trials=2, rng=0)
+        >>> cur.sample("uniform_without_replacement", size=10).weights.sum(axis=1)
+        array([10., 10.])
+        """
+        K, N = self.trials, self._slots
+        if scheme == "poisson":
+            if rate is None or not (0 < rate <= 1):
+                raise InputError(f"poisson sampling needs a rate in (0, 1], got {rate!r}")
+            w = (self.rng.random((K, N)) < rate).astype(float)
+            return Batch("poisson", w, float(rate), None)
+        if scheme in ("uniform_without_replacement", "uniform_with_replacement"):
+            if size is None or not (0 < size <= N):
+                raise InputError(f"{scheme} sampling needs a size in [1, {N}], got {size!r}")
+            if scheme == "uniform_without_replacement":
+                idx = np.argsort(self.rng.random((K, N)), axis=1)[:, :size]
+                w = np.zeros((K, N))
+                np.put_along_axis(w, idx, 1.0, axis=1)
+            else:
+                idx = self.rng.integers(0, N, size=(K, size))
+                w = np.zeros((K, N))
+                for k in range(K):  # bincount is per row; K small relative to work per row
+                    w[k] = np.bincount(idx[k], minlength=N)
+            return Batch(scheme, w, size / self.n, int(size))
+        if scheme == "full":
+            return self.full_batch()
+        raise InputError(f"unknown sampling scheme {scheme!r}; known: {SAMPLING_SCHEMES}")
+
+    def epoch(self, size: int, *, epoch: int | None = None) -> list[Batch]:
+        """A shuffled pass: disjoint batches of ``size`` covering every record once.
+
+        Examples
+        --------
+        >>> from dpverify.data import Dataset
+        >>> cur = Curator(Dataset(np.ones((10, 1)), np.zeros(10)), rng=0)
+        >>> [b.size for b in cur.epoch(4)]
+        [4, 4, 2]
+        """
+        K, N = self.trials, self._slots
+        if not (0 < size <= N):
+            raise InputError(f"epoch batch size must be in [1, {N}], got {size!r}")
+        perm = np.argsort(self.rng.random((K, N)), axis=1)
+        out = []
+        for start in range(0, N, size):
+            idx = perm[:, start : start + size]
+            w = np.zeros((K, N))
+            np.put_along_axis(w, idx, 1.0, axis=1)
+            out.append(Batch("shuffle", w, idx.shape[1] / self.n, int(idx.shape[1]), epoch))
+        return out
+
+    # releases ---------------------------------------------------------------------
+    def gaussian(
+        self,
+        name: str,
+        query: Query,
+        *,
+        sensitivity: float,
+        noise_std: float,
+        batch: Batch | None = None,
+    ) -> Any:
+        """``query`` plus N(0, noise_std^2) noise; ``sensitivity`` is its declared L2 bound."""
+        return self._release(name, query, "gaussian", sensitivity, "l2", noise_std, batch)
+
+    def laplace(
+        self,
+        name: str,
+        query: Query,
+        *,
+        sensitivity: float,
+        scale: float,
+        batch: Batch | None = None,
+    ) -> Any:
+        """``query`` plus Laplace(scale) noise; ``sensitivity`` is its declared L1 bound."""
+        return self._release(name, query, "laplace", sensitivity, "l1", scale, batch)
+
+    def exact(self, name: str, query: Query, *, batch: Batch | None = None) -> Any:
+        """A non-private answer. The accountant reports epsilon = inf for any run using it."""
+        return self._release(name, query, "exact", None, None, 0.0, batch)
+
+    def _evaluate(self, query: Query, world: int, w: np.ndarray) -> Any:
+        b = self.backend
+        wb = b.asarray(w) * self._present_b[world]
+        out = query(self._X[world], self._y[world], wb)
+        if tuple(out.shape[:1]) != (self.trials,):
+            raise InputError(
+                f"a query must return an array with a leading trial axis of {self.trials}, "
+                f"got shape {tuple(out.shape)}"
+            )
+        return out
+
+    def _release(
+        self,
+        name: str,
+        query: Query,
+        mechanism: str,
+        sensitivity: float | None,
+        norm: str | None,
+        noise: float,
+        batch: Batch | None,
+    ) -> Any:
+        if sensitivity is not None and (not np.isfinite(sensitivity) or sensitivity < 0):
+            raise InputError(f"release {name!r}: sensitivity must be finite and >= 0, "
+                             f"got {sensitivity!r}")
+        if not np.isfinite(noise) or noise < 0:
+            raise InputError(f"release {name!r}: noise must be finite and >= 0, got {noise!r}")
+        batch = batch or self.full_batch()
+        b = self.backend
+        rel = Release(
+            index=len(self.ledger.releases), name=name, mechanism=mechanism,
+            sensitivity=None if sensitivity is None else float(sensitivity), norm=norm,
+            noise=float(noise), sampling=batch.scheme, rate=batch.rate,
+            batch_size=batch.size, dataset_size=self.n, step=self._step, shape=(),
+        )
+        if batch.scheme not in AMPLIFIED and batch.scheme != "full":
+            rel.touched = batch.weights > 0
+        self.ledger.records_touched += int(np.sum(batch.weights[0] * self._present[0]))
+
+        if not self.replaying:
+            value = self._evaluate(query, 0, batch.weights)
+        else:
+            value = self._replay(rel, query, batch)
+
+        shape = tuple(value.shape)
+        rel.shape = shape[1:]
+        if mechanism == "gaussian":
+            value = value + noise * b.normal(self.rng, shape)
+        elif mechanism == "laplace":
+            value = value + noise * b.laplace(self.rng, shape)
+        if self._keep_answers:
+            rel.answer = b.to_numpy(value).reshape(self.trials, -1).copy()
+        self.ledger.releases.append(rel)
+        return value
+
+    def _replay(self, rel: Release, query: Query, batch: Batch) -> Any:
+        """Evaluate on both worlds; return D's value for the batch actually drawn."""
+        b = self.backend
+        i = self._pair.index  # type: ignore[union-attr]
+        K = self.trials
+        flat = lambda a: b.to_numpy(a).reshape(K, -1).astype(float)  # noqa: E731
+        w = batch.weights
+        if batch.scheme in AMPLIFIED:
+            # Amplified sampling: the neighbouring record may or may not be drawn; record the
+            # values with it forced in (the worst case for sensitivity) and with it left out,
+            # so a white-box audit can form the mixture likelihood of the release.
+            w_in = w.copy()
+            w_in[:, i] = np.maximum(w_in[:, i], 1.0)
+            w_out = w.copy()
+            w_out[:, i] = 0.0
+            v_in = self._evaluate(query, 0, w_in)
+            v_in_p = self._evaluate(query, 1, w_in)
+            v_out = self._evaluate(query, 0, w_out)
+            included = w[:, i] > 0
+            rel.value_D, rel.value_D_prime, rel.value_out = flat(v_in), flat(v_in_p), flat(v_out)
+            rel.included = included
+            sel = b.asarray(included.astype(float)).reshape((K,) + (1,) * (v_in.ndim - 1))
+            # Counts above 1 (with replacement) are approximated by the forced-in value.
+            return sel * v_in + (1.0 - sel) * v_out
+        v = self._evaluate(query, 0, w)
+        vp = self._evaluate(query, 1, w)
+        rel.value_D, rel.value_D_prime = flat(v), flat(vp)
+        rel.included = w[:, i] > 0
+        return v
+
+
+def _as_generator(
+    rng: int | np.random.Generator | np.random.SeedSequence | None,
+) -> np.random.Generator:
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is not None and not isinstance(rng, (int, np.integer, np.random.SeedSequence)):
+        raise InputError(f"rng must be an int seed, a SeedSequence or a Generator, got {rng!r}")
+    return np.random.default_rng(rng)

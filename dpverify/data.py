@@ -1,0 +1,322 @@
+"""Datasets, neighbouring relations, and generators of neighbouring pairs and canaries."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpverify.claims import check_relation
+from dpverify.errors import InputError
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Records as a feature matrix ``X`` of shape (n, d) and labels ``y`` of shape (n,).
+
+    Non-finite values are refused unless ``allow_nonfinite`` is set (the sensitivity
+    checker builds such records on purpose, to test that clipping stops them).
+
+    Examples
+    --------
+    >>> D = Dataset(np.zeros((3, 2)), np.ones(3))
+    >>> D.n, D.d
+    (3, 2)
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    allow_nonfinite: bool = False
+
+    def __post_init__(self) -> None:
+        X = np.asarray(self.X, dtype=float)
+        y = np.asarray(self.y, dtype=float)
+        if X.ndim != 2:
+            raise InputError(f"data X must have shape (n, d), got shape {X.shape}")
+        if y.shape != (X.shape[0],):
+            raise InputError(f"labels y must have shape ({X.shape[0]},), got shape {y.shape}")
+        if not self.allow_nonfinite:
+            bad = ~np.isfinite(X).all(axis=1) | ~np.isfinite(y)
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise InputError(
+                    f"data contain non-finite values (NaN or inf), first at record {i}: "
+                    f"x={X[i].tolist()}, y={y[i]}"
+                )
+        object.__setattr__(self, "X", X)
+        object.__setattr__(self, "y", y)
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.X.shape[1])
+
+    def without(self, index: int) -> Dataset:
+        """The dataset with record ``index`` removed."""
+        keep = np.arange(self.n) != index
+        return Dataset(self.X[keep], self.y[keep], self.allow_nonfinite)
+
+    def replaced(self, index: int, x: np.ndarray, y: float) -> Dataset:
+        """The dataset with record ``index`` replaced by ``(x, y)``."""
+        X = self.X.copy()
+        Y = self.y.copy()
+        X[index] = x
+        Y[index] = y
+        return Dataset(X, Y, self.allow_nonfinite or not np.isfinite(X[index]).all())
+
+    def with_record(self, x: np.ndarray, y: float, index: int = 0) -> Dataset:
+        """The dataset with record ``(x, y)`` inserted at position ``index``."""
+        X = np.insert(self.X, index, np.asarray(x, dtype=float), axis=0)
+        Y = np.insert(self.y, index, float(y))
+        return Dataset(X, Y, self.allow_nonfinite or not np.isfinite(X[index]).all())
+
+
+@dataclass(frozen=True)
+class NeighbourPair:
+    """Two datasets that differ in one record, at position ``index``.
+
+    Under ``replace_one`` both have n records and differ at ``index``. Under ``add_remove``
+    one of them holds an extra record at ``index`` and the other is it without that row.
+
+    Examples
+    --------
+    >>> D = Dataset(np.eye(3), np.ones(3))
+    >>> pair = NeighbourPair.add_remove(D, 0)
+    >>> pair.D.n, pair.D_prime.n
+    (3, 2)
+    """
+
+    D: Dataset
+    D_prime: Dataset
+    relation: str
+    index: int
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        check_relation(self.relation)
+        D, Dp = self.D, self.D_prime
+        if D.d != Dp.d:
+            raise InputError(f"neighbouring datasets differ in dimension: {D.d} vs {Dp.d}")
+        if self.relation == "replace_one":
+            if D.n != Dp.n:
+                raise InputError(
+                    f"replace_one neighbours must have equal sizes, got {D.n} and {Dp.n}"
+                )
+        elif abs(D.n - Dp.n) != 1:
+            raise InputError(
+                f"add_remove neighbours must differ by one record, got sizes {D.n} and {Dp.n}"
+            )
+        if not 0 <= self.index < max(D.n, Dp.n):
+            raise InputError(f"differing index {self.index} is out of range")
+
+    @classmethod
+    def add_remove(cls, D: Dataset, index: int, label: str = "") -> NeighbourPair:
+        """D and D without record ``index``."""
+        return cls(D, D.without(index), "add_remove", index, label)
+
+    @classmethod
+    def replace_one(
+        cls, D: Dataset, index: int, x: np.ndarray, y: float, label: str = ""
+    ) -> NeighbourPair:
+        """D and D with record ``index`` replaced by ``(x, y)``."""
+        return cls(D, D.replaced(index, x, y), "replace_one", index, label)
+
+    @classmethod
+    def from_datasets(cls, D: Dataset, D_prime: Dataset, label: str = "") -> NeighbourPair:
+        """Infer the relation and the differing index from two datasets.
+
+        Examples
+        --------
+        >>> D = Dataset(np.eye(3), np.zeros(3))
+        >>> NeighbourPair.from_datasets(D, D.without(1)).index
+        1
+        """
+        if D.d != D_prime.d:
+            raise InputError(f"neighbouring datasets differ in dimension: {D.d} vs {D_prime.d}")
+        if D.n == D_prime.n:
+            diff = np.flatnonzero(
+                ~(_same(D.X, D_prime.X).all(axis=1) & _same(D.y, D_prime.y))
+            )
+            if len(diff) > 1:
+                raise InputError(
+                    f"replace_one neighbours must differ in one record, they differ in {len(diff)}"
+                )
+            return cls(D, D_prime, "replace_one", int(diff[0]) if len(diff) else 0, label)
+        big, small = (D, D_prime) if D.n > D_prime.n else (D_prime, D)
+        if big.n - small.n != 1:
+            raise InputError(
+                f"neighbouring datasets must differ by one record, got sizes {D.n} and {D_prime.n}"
+            )
+        for i in range(big.n):
+            kept = np.arange(big.n) != i
+            if (_same(big.X[kept], small.X).all() and _same(big.y[kept], small.y).all()):
+                return cls(D, D_prime, "add_remove", i, label)
+        raise InputError("the larger dataset is not the smaller one plus a single record")
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a == b) | (np.isnan(a) & np.isnan(b))
+
+
+def synthetic_classification(
+    n: int, d: int, rng: np.random.Generator, *, radius: float = 1.0, margin_noise: float = 0.5
+) -> tuple[Dataset, np.ndarray]:
+    """Linearly separable-ish labels in {-1, +1}, features in the ball of ``radius``.
+
+    Returns the dataset and the generating direction.
+
+    Examples
+    --------
+    >>> D, w = synthetic_classification(10, 3, np.random.default_rng(0))
+    >>> D.X.shape, set(D.y) <= {-1.0, 1.0}
+    ((10, 3), True)
+    """
+    w = rng.standard_normal(d)
+    w /= np.linalg.norm(w)
+    X = rng.standard_normal((n, d))
+    X *= radius / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), radius)
+    logits = 4.0 * X @ w / radius + margin_noise * rng.standard_normal(n)
+    y = np.where(logits >= 0, 1.0, -1.0)
+    return Dataset(X, y), w
+
+
+def synthetic_regression(
+    n: int, d: int, rng: np.random.Generator, *, radius: float = 1.0, noise: float = 0.1
+) -> tuple[Dataset, np.ndarray]:
+    """Linear-model responses with Gaussian noise, features in the ball of ``radius``.
+
+    Examples
+    --------
+    >>> D, w = synthetic_regression(10, 3, np.random.default_rng(0))
+    >>> bool(np.all(np.linalg.norm(D.X, axis=1) <= 1 + 1e-12))
+    True
+    """
+    w = rng.standard_normal(d)
+    w /= np.linalg.norm(w)
+    X = rng.standard_normal((n, d))
+    X *= radius / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), radius)
+    y = X @ w + noise * rng.standard_normal(n)
+    return Dataset(X, y), w
+
+
+PairGenerator = Callable[[Dataset, np.random.Generator, str], NeighbourPair]
+
+
+def _fresh_direction(D: Dataset, rng: np.random.Generator) -> np.ndarray:
+    """A unit vector orthogonal to the span of the data where possible, else random."""
+    v = rng.standard_normal(D.d)
+    if D.n < D.d:
+        q, _ = np.linalg.qr(D.X.T)
+        v -= q @ (q.T @ v)
+    nrm = np.linalg.norm(v)
+    return v / nrm if nrm > 1e-12 else np.eye(D.d)[0]
+
+
+def _make_pair(
+    D: Dataset, x: np.ndarray, y: float, relation: str, label: str
+) -> NeighbourPair:
+    check_relation(relation)
+    if relation == "replace_one":
+        return NeighbourPair.replace_one(D, 0, x, y, label)
+    return NeighbourPair(D.with_record(x, y, 0), D, "add_remove", 0, label)
+
+
+def canary_fresh_direction(
+    D: Dataset, rng: np.random.Generator, relation: str = "add_remove", *, scale: float = 1.0
+) -> NeighbourPair:
+    """A record in a direction the data do not span, with a label that fights the data."""
+    x = scale * _fresh_direction(D, rng)
+    y = -1.0 if np.mean(D.y) >= 0 else 1.0
+    return _make_pair(D, x, y, relation, "fresh_direction")
+
+
+def canary_clip_boundary(
+    D: Dataset, rng: np.random.Generator, relation: str = "add_remove", *, scale: float = 1.0
+) -> NeighbourPair:
+    """A record on the boundary of the feature ball (norm ``scale``) with a flipped label."""
+    i = int(np.argmax(np.linalg.norm(D.X, axis=1)))
+    x = D.X[i] / max(np.linalg.norm(D.X[i]), 1e-12) * scale
+    return _make_pair(D, x, -float(D.y[i]) if D.y[i] != 0 else 1.0, relation, "clip_boundary")
+
+
+def canary_outlier(
+    D: Dataset, rng: np.random.Generator, relation: str = "add_remove", *, scale: float = 100.0
+) -> NeighbourPair:
+    """A record far outside the feature ball: its gradient breaks any Lipschitz bound."""
+    x = scale * _fresh_direction(D, rng)
+    return _make_pair(D, x, 1.0, relation, "outlier")
+
+
+def canary_nonfinite(
+    D: Dataset, rng: np.random.Generator, relation: str = "add_remove"
+) -> NeighbourPair:
+    """A record holding NaN and inf: clipping must not let it through."""
+    x = np.full(D.d, np.nan)
+    x[0] = np.inf
+    return _make_pair(D, x, 1.0, relation, "nonfinite")
+
+
+def random_pair(
+    D: Dataset, rng: np.random.Generator, relation: str = "add_remove"
+) -> NeighbourPair:
+    """A random record of the data removed, or replaced by a random point of the ball."""
+    i = int(rng.integers(D.n))
+    if relation == "replace_one":
+        x = rng.standard_normal(D.d)
+        x /= max(np.linalg.norm(x), 1.0)
+        return NeighbourPair.replace_one(D, i, x, float(rng.choice([-1.0, 1.0])), "random")
+    return NeighbourPair.add_remove(D, i, "random")
+
+
+PAIR_GENERATORS: dict[str, PairGenerator] = {
+    "fresh_direction": canary_fresh_direction,
+    "clip_boundary": canary_clip_boundary,
+    "outlier": canary_outlier,
+    "nonfinite": canary_nonfinite,
+    "random": random_pair,
+}
+
+
+def make_pair(
+    spec: str, D: Dataset, rng: np.random.Generator, relation: str = "add_remove"
+) -> NeighbourPair:
+    """A neighbouring pair from a built-in generator name or ``module:function``.
+
+    A user's ``module:function`` is called with no argument and returns ``(D, D_prime)``
+    as datasets or as ``((X, y), (X', y'))`` tuples.
+
+    Examples
+    --------
+    >>> D, _ = synthetic_classification(5, 2, np.random.default_rng(0))
+    >>> make_pair("fresh_direction", D, np.random.default_rng(1)).relation
+    'add_remove'
+    """
+    if spec in PAIR_GENERATORS:
+        return PAIR_GENERATORS[spec](D, rng, relation)
+    if ":" in spec:
+        from dpverify.registry import load_callable
+
+        out = load_callable(spec)()
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise InputError(f"neighbour function {spec} must return (D, D_prime), got {type(out)}")
+        return NeighbourPair.from_datasets(as_dataset(out[0]), as_dataset(out[1]), spec)
+    raise InputError(
+        f"unknown neighbouring-pair generator {spec!r}; built-in: {sorted(PAIR_GENERATORS)}, "
+        "or give module:function"
+    )
+
+
+def as_dataset(obj: object) -> Dataset:
+    """Coerce a Dataset, an ``(X, y)`` tuple or a bare array (labels zero) to a Dataset."""
+    if isinstance(obj, Dataset):
+        return obj
+    if isinstance(obj, tuple) and len(obj) == 2:
+        return Dataset(np.asarray(obj[0], dtype=float), np.asarray(obj[1], dtype=float))
+    arr = np.asarray(obj, dtype=float)
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    return Dataset(arr, np.zeros(arr.shape[0]))
