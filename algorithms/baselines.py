@@ -8,7 +8,8 @@ proof relies on; the harness must catch every one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -44,29 +45,92 @@ def noisy_gradient_method(
     noise_multiplier: float,
     divisor: float,
     declared_sensitivity: float,
-    clip: float | None,
-    guard_nonfinite: bool = True,
+    query: Callable[[Curator, Problem, Any], Any] | None = None,
 ) -> Any:
     """Projected gradient steps on noisy sums of clipped per-sample gradients.
 
-    theta_{t+1} = Proj_R(theta_t - eta (g_t / divisor + lam theta_t)), with g_t the sum of
-    clipped gradients over batch t plus N(0, (noise_multiplier * declared_sensitivity)^2).
-    The regularizer is data-independent and needs no noise.
+    theta_{t+1} = Proj_R(theta_t - eta (g_t / divisor + lam theta_t)), with g_t the answer
+    of ``query`` (by default the sum of per-sample gradients clipped to ``p["clip"]``) over
+    batch t plus N(0, (noise_multiplier * declared_sensitivity)^2). The regularizer is
+    data-independent and needs no noise.
     """
     xp = cur.xp
     theta = cur.backend.asarray(np.zeros((cur.trials, cur.d)))
     eta, lam, radius = float(p["eta"]), float(p["lam"]), float(p["radius"])
+    if query is None:
+        query = lambda c, prob, th: clipped_grad_sum(c, prob.loss, th, float(p["clip"]))  # noqa: E731
     for t, batch in enumerate(batches):
         cur.step(t)
         g = cur.gaussian(
             "grad_sum",
-            clipped_grad_sum(cur, problem.loss, theta, clip, guard_nonfinite=guard_nonfinite),
+            query(cur, problem, theta),
             sensitivity=declared_sensitivity,
             noise_std=noise_multiplier * declared_sensitivity,
             batch=batch,
         )
         theta = project_rows(xp, theta - eta * (g / divisor + lam * theta), radius)
     return theta
+
+
+# Planted bugs in the gradient query. Each returns (query builder, declared sensitivity,
+# divisor) given the sound sensitivity of the clipped sum and the public normaliser m
+# (n for full batches, q n for Poisson batches).
+def _bugged_query(bug: str, p: Mapping[str, Any], sens: float, m: float):
+    clip = float(p["clip"])
+    if bug == "none":
+        return None, sens, m
+    if bug == "no_clip":
+        return (lambda c, prob, th: clipped_grad_sum(c, prob.loss, th, None)), sens, m
+    if bug == "nan_passes":
+        return (lambda c, prob, th: clipped_grad_sum(c, prob.loss, th, clip,
+                                                     guard_nonfinite=False)), sens, m
+    if bug == "mean_noise_on_sum":
+        return None, sens / m, m  # the mean's sensitivity declared for the sum
+    if bug == "clipped_mean":
+        # Clip the batch mean of raw gradients instead of each sample, and declare the
+        # sensitivity per-sample clipping of the mean would have had.
+        def q_mean(c: Curator, prob: Problem, th: Any) -> Any:
+            raw = clipped_grad_sum(c, prob.loss, th, None)
+            xp = c.xp
+
+            def query(X: Any, y: Any, w: Any) -> Any:
+                g = raw(X, y, w) / m
+                nrm = xp.linalg.vector_norm(g, axis=1, keepdims=True)
+                return g * xp.where(nrm > clip, clip / xp.where(nrm > clip, nrm, 1.0), 1.0)
+
+            return query
+
+        return q_mean, sens / m, 1.0
+    if bug == "divide_by_count":
+        # Mean over the records actually present: under add/remove the divisor is private.
+        def q_count(c: Curator, prob: Problem, th: Any) -> Any:
+            s = clipped_grad_sum(c, prob.loss, th, clip)
+            xp = c.xp
+            return lambda X, y, w: s(X, y, w) / xp.maximum(xp.sum(w, axis=1, keepdims=True),
+                                                           xp.ones_like(w[:, :1]))
+
+        return q_count, sens / m, 1.0
+    if bug == "data_clip":
+        # The clip threshold is the largest gradient norm of the batch: no clipping at all,
+        # while the noise is scaled to the nominal threshold.
+        def q_data(c: Curator, prob: Problem, th: Any) -> Any:
+            xp, backend = c.xp, c.backend
+
+            def query(X: Any, y: Any, w: Any) -> Any:
+                coef = backend.glm_coefficients(prob.loss, th @ X.T, y)
+                norms = xp.abs(coef) * xp.linalg.vector_norm(X, axis=1)
+                data_clip = xp.max(xp.where(w > 0, norms, xp.zeros_like(norms)), axis=1,
+                                   keepdims=True)
+                factor = xp.where(norms > data_clip,
+                                  data_clip / xp.where(norms > 0, norms, 1.0), 1.0)
+                return (w * coef * factor) @ X
+
+            return query
+
+        return q_data, sens, m
+    if bug == "replace_sensitivity_L":
+        return None, sens / 2.0, m  # under replace-one the clipped sum moves by 2C, not C
+    raise ValueError(f"unknown planted bug {bug!r}")
 
 
 def _claim(p: Mapping[str, Any]) -> PrivacyClaim:
@@ -94,18 +158,19 @@ def _gd_sigma(p: Mapping[str, Any], steps: int) -> float:
                               steps=steps, relation=str(p["relation"]))
 
 
-def _gd_run(*, steps_counted: str = "all", clip_on: bool = True, noise_for_mean: bool = False):
+def _gd_run(*, steps_counted: str = "all", bug: str = "none", noise_growth: bool = False):
     def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
         T = int(p["T"])
         counted = T if steps_counted == "all" else max(1, T // 2)
         sigma = _gd_sigma(p, counted)
+        if noise_growth:
+            sigma *= math.sqrt(cur.n / 100.0)  # more noise than needed, growing with n
         sens = l2_sensitivity_of_sum(float(p["clip"]), str(p["relation"]))
-        if noise_for_mean:
-            sens = sens / cur.n  # the mean's sensitivity, declared for the sum
+        query, declared, divisor = _bugged_query(bug, p, sens, float(cur.n))
         batches = (cur.full_batch() for _ in range(T))
         return noisy_gradient_method(
-            cur, problem, p, batches, noise_multiplier=sigma, divisor=cur.n,
-            declared_sensitivity=sens, clip=float(p["clip"]) if clip_on else None,
+            cur, problem, p, batches, noise_multiplier=sigma, divisor=divisor,
+            declared_sensitivity=declared, query=query,
         )
 
     return run
@@ -128,13 +193,13 @@ NOISY_GD = Algorithm(
             utility=NOISY_GD_UTILITY,
         ),
         "planted_mean_noise_on_sum": Variant(
-            "planted_mean_noise_on_sum", "planted", _gd_run(noise_for_mean=True), _claim,
+            "planted_mean_noise_on_sum", "planted", _gd_run(bug="mean_noise_on_sum"), _claim,
             "Noise scaled for the mean (sensitivity C/n) added to the sum",
             findings=(Finding("noise n times too small: declared sensitivity C/n for a sum "
                               "whose sensitivity is C", detected_by=("sensitivity", "audit")),),
         ),
         "planted_no_clip": Variant(
-            "planted_no_clip", "planted", _gd_run(clip_on=False), _claim,
+            "planted_no_clip", "planted", _gd_run(bug="no_clip"), _claim,
             "Per-sample gradients are not clipped",
             findings=(Finding("an outlier record moves the sum beyond the declared C",
                               detected_by=("sensitivity", "audit")),),
@@ -145,6 +210,44 @@ NOISY_GD = Algorithm(
             findings=(Finding("sigma calibrated for T/2 releases; T are made",
                               detected_by=("account", "audit")),),
         ),
+        "planted_clipped_mean": Variant(
+            "planted_clipped_mean", "planted", _gd_run(bug="clipped_mean"), _claim,
+            "The batch mean of raw gradients is clipped instead of each sample",
+            findings=(Finding("one outlier moves the clipped mean by up to 2C, declared C/n",
+                              detected_by=("sensitivity", "audit")),),
+        ),
+        "planted_replace_sensitivity_L": Variant(
+            "planted_replace_sensitivity_L", "planted", _gd_run(bug="replace_sensitivity_L"),
+            _claim, "Under replace-one, sensitivity C declared for the clipped sum (it is 2C)",
+            findings=(Finding("half the needed noise under replace-one",
+                              detected_by=("sensitivity",)),),
+            params={"relation": "replace_one"},
+        ),
+        "planted_divide_by_count": Variant(
+            "planted_divide_by_count", "planted", _gd_run(bug="divide_by_count"), _claim,
+            "Divides by the actual number of records, which add/remove-one makes private",
+            findings=(Finding("the mean over n+1 vs n records moves by up to 2C/(n+1), "
+                              "declared C/n", detected_by=("sensitivity",)),),
+        ),
+        "planted_nan_passes": Variant(
+            "planted_nan_passes", "planted", _gd_run(bug="nan_passes"), _claim,
+            "A record holding NaN slips through clipping",
+            findings=(Finding("non-finite records poison the release",
+                              detected_by=("sensitivity",)),),
+        ),
+        "planted_data_clip": Variant(
+            "planted_data_clip", "planted", _gd_run(bug="data_clip"), _claim,
+            "The clip threshold is computed from the data (the batch's largest gradient)",
+            findings=(Finding("sensitivity follows the data, not the declared C",
+                              detected_by=("sensitivity", "audit")),),
+        ),
+        "planted_noise_grows_sqrt_n": Variant(
+            "planted_noise_grows_sqrt_n", "planted", _gd_run(noise_growth=True), _claim,
+            "Noise multiplier grows like sqrt(n): private, but misses the utility rate",
+            utility=NOISY_GD_UTILITY,
+            findings=(Finding("excess risk decays like 1/n instead of 1/n^2",
+                              detected_by=("rate",)),),
+        ),
     },
     quick={},
     thorough={"T": 100},
@@ -154,8 +257,7 @@ NOISY_GD = Algorithm(
 # DP-SGD -------------------------------------------------------------------------------
 
 # Abadi et al. 2016, Algorithm 1, with Poisson sampling as its moments accountant assumes.
-def _sgd_run(*, steps_counted: str = "all", clip_on: bool = True, noise_for_mean: bool = False,
-             shuffle: bool = False):
+def _sgd_run(*, steps_counted: str = "all", bug: str = "none", shuffle: bool = False):
     def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
         T, q = int(p["T"]), float(p["q"])
         counted = T if steps_counted == "all" else max(1, T // 2)
@@ -165,8 +267,7 @@ def _sgd_run(*, steps_counted: str = "all", clip_on: bool = True, noise_for_mean
         )
         sens = l2_sensitivity_of_sum(float(p["clip"]), str(p["relation"]))
         expected_batch = q * cur.n
-        if noise_for_mean:
-            sens = sens / expected_batch
+        query, declared, divisor = _bugged_query(bug, p, sens, expected_batch)
         if shuffle:
             size = max(1, int(round(expected_batch)))
 
@@ -183,8 +284,8 @@ def _sgd_run(*, steps_counted: str = "all", clip_on: bool = True, noise_for_mean
         else:
             batches = (cur.sample("poisson", rate=q) for _ in range(T))
         return noisy_gradient_method(
-            cur, problem, p, batches, noise_multiplier=sigma, divisor=expected_batch,
-            declared_sensitivity=sens, clip=float(p["clip"]) if clip_on else None,
+            cur, problem, p, batches, noise_multiplier=sigma, divisor=divisor,
+            declared_sensitivity=declared, query=query,
         )
 
     return run
@@ -207,12 +308,12 @@ DP_SGD = Algorithm(
             utility=NOISY_GD_UTILITY,
         ),
         "planted_mean_noise_on_sum": Variant(
-            "planted_mean_noise_on_sum", "planted", _sgd_run(noise_for_mean=True), _claim,
+            "planted_mean_noise_on_sum", "planted", _sgd_run(bug="mean_noise_on_sum"), _claim,
             "Noise scaled for the batch mean added to the batch sum",
             findings=(Finding("noise qn times too small", detected_by=("sensitivity", "audit")),),
         ),
         "planted_no_clip": Variant(
-            "planted_no_clip", "planted", _sgd_run(clip_on=False), _claim,
+            "planted_no_clip", "planted", _sgd_run(bug="no_clip"), _claim,
             "Per-sample gradients are not clipped",
             findings=(Finding("unbounded sensitivity", detected_by=("sensitivity", "audit")),),
         ),

@@ -98,7 +98,7 @@ class PrivacyClaim:
         if self.epsilon is not None and (self.delta is None or delta >= self.delta):
             return float(self.epsilon)
         if self.rho is not None:
-            # Bun & Steinke 2016, Proposition 1.3: rho-zCDP => (rho + 2 sqrt(rho log 1/delta), delta).
+            # Bun & Steinke 2016, Prop 1.3: rho-zCDP gives (rho + 2 sqrt(rho log 1/delta), delta).
             return self.rho + 2.0 * math.sqrt(self.rho * math.log(1.0 / delta))
         return math.inf
 
