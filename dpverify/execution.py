@@ -22,7 +22,7 @@ def seed_streams(seed: int | np.random.SeedSequence, n: int) -> list[np.random.S
     Examples
     --------
     >>> a = seed_streams(0, 2); b = seed_streams(0, 2)
-    >>> a[1].generate_state(1)[0] == b[1].generate_state(1)[0]
+    >>> bool(a[1].generate_state(1)[0] == b[1].generate_state(1)[0])
     True
     """
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -202,7 +203,6 @@ def load_callable(spec: str) -> Callable[..., Any]:
         raise InputError(f"expected module:function, got {spec!r}")
     try:
         if mod_name.endswith(".py"):
-            import importlib.util
             import pathlib
 
             path = pathlib.Path(mod_name)
