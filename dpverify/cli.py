@@ -1,0 +1,206 @@
+"""``dpverify``: the command line.
+
+Exit codes: 0 when every check met its expectation (or a single check passed), 1 when one
+did not, 2 on bad input (with a message naming the bad value, and nothing written).
+Subcommands that live with their capability expose ``configure_parser(parser)`` and
+``run_command(args) -> int``; this module wires them in and adds the shared options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from dpverify.errors import InputError
+
+# subcommand -> module with configure_parser / run_command (capabilities of the harness)
+PLUGGED = {
+    "audit": ("dpverify.audit.cli", "empirical privacy audit of a target (epsilon lower bound)"),
+    "sensitivity": ("dpverify.sensitivity", "replay on neighbours: declared vs true sensitivity"),
+    "rates": ("dpverify.rates", "fit utility rate exponents against the declared theorem"),
+    "agree": ("dpverify.agreement", "NumPy vs torch backend agreement"),
+    "mia": ("dpverify.mia", "membership inference against a target"),
+}
+
+
+def parse_params(items: Sequence[str] | None) -> dict[str, Any]:
+    """``["T=10", "loss=huber"]`` -> ``{"T": 10, "loss": "huber"}`` (values read as TOML).
+
+    Examples
+    --------
+    >>> parse_params(["T=10", "eta=0.5", "loss=huber", "flag=true"])
+    {'T': 10, 'eta': 0.5, 'loss': 'huber', 'flag': True}
+    """
+    import tomllib
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--param expects key=value, got {item!r}")
+        try:
+            out[key.strip()] = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            out[key.strip()] = raw
+    return out
+
+
+def add_common_options(p: argparse.ArgumentParser, *, suite: bool = False) -> None:
+    """Options shared by the subcommands that run trials."""
+    p.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
+    p.add_argument("--trials", type=int, default=None, help="trials per check")
+    p.add_argument("--workers", type=int, default=1, help="local worker processes")
+    p.add_argument("--executor", choices=["local", "dask"], default="local")
+    p.add_argument("--scheduler", default=None, help="dask scheduler address")
+    p.add_argument("--backend", default="numpy", help="numpy | torch | torch:cuda")
+    p.add_argument("--scale", choices=["quick", "thorough"], default="quick")
+    p.add_argument("--json", dest="json_path", default=None, help="write results as JSON here")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    if not suite:
+        p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                       help="algorithm parameter override (repeatable)")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dpverify",
+        description="Testing and verification harness for differentially private optimization",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="run the checks of suite files and write a report")
+    p.add_argument("suites", nargs="+", help="suite files (TOML) or folders of them")
+    p.add_argument("--report-dir", default="reports/latest", help="where reports go")
+    p.add_argument("--baseline", default=None, help="report.json to compare against")
+    p.add_argument("--only", default=None, help="run only checks whose id contains this")
+    add_common_options(p, suite=True)
+
+    p = sub.add_parser("list", help="every registered algorithm and variant with its claims")
+    p.add_argument("--json", dest="json_path", default=None)
+
+    p = sub.add_parser("account", help="epsilon of a target's ledger (PLD and RDP)")
+    p.add_argument("target", help="name or name:variant")
+    p.add_argument("--delta", type=float, default=None, help="delta (default: the claim's)")
+    add_common_options(p)
+
+    for name, (module, help_text) in PLUGGED.items():
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name and module.startswith(e.name):
+                continue  # capability not installed in this build
+            raise
+        # A capability may redefine a shared option (its own help or default) and wins.
+        p = sub.add_parser(name, help=help_text, conflict_handler="resolve")
+        add_common_options(p)
+        mod.configure_parser(p)
+        p.set_defaults(_plugged=mod)
+    return parser
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from dpverify.registry import all_algorithms
+
+    rows = []
+    for algo in all_algorithms():
+        p0 = dict(algo.defaults)
+        for vname, var in algo.variants.items():
+            p = algo.params(vname)
+            try:
+                claim = var.claim(p).to_dict()
+            except InputError as e:  # a claim that cannot be formed is shown, not hidden
+                claim = {"error": str(e)}
+            rows.append({
+                "target": f"{algo.name}:{vname}", "kind": var.kind, "source": algo.source,
+                "claim": claim, "utility": var.utility.to_dict() if var.utility else None,
+                "description": var.description,
+                "findings": [f.summary for f in var.findings],
+                "params": {k: v for k, v in p.items() if p0.get(k) != v or k in var.params},
+            })
+    if args.json_path:
+        from dpverify.report.io import write_json_atomic
+
+        write_json_atomic(args.json_path, rows)
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Registered algorithms")
+    for col in ("target", "kind", "claim", "utility", "description"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        c = r["claim"]
+        claim = (f"rho={c['rho']}" if c.get("rho") is not None
+                 else f"({c.get('epsilon')}, {c.get('delta')})-DP") + f" {c.get('relation', '')}"
+        u = r["utility"]
+        util = (f"{u['quantity']} ~ " + " ".join(f"{k}^{v:g}" for k, v in u["exponents"].items())
+                if u else "")
+        table.add_row(r["target"], r["kind"], claim, util, r["description"])
+    Console(width=160).print(table)
+    return 0
+
+
+def _cmd_account(args: argparse.Namespace) -> int:
+    from dpverify.account_check import account_target
+    from dpverify.accounting import claimed_epsilon
+    from dpverify.errors import check_delta
+
+    if args.delta is not None:
+        check_delta(args.delta)
+    res, claim, ledger = account_target(args.target, parse_params(args.param), seed=args.seed,
+                                        scale=args.scale, delta=args.delta)
+    eps_claimed = claimed_epsilon(claim, res.delta)
+    out = {"target": args.target, **res.to_dict(), "epsilon_claimed": eps_claimed,
+           "claim": claim.to_dict(), "releases": len(ledger),
+           "gradient_evaluations": ledger.records_touched}
+    if args.json_path:
+        from dpverify.report.io import write_json_atomic
+
+        write_json_atomic(args.json_path, out)
+    print(f"{args.target}: {len(ledger)} releases, relation {res.relation}, delta {res.delta:g}")
+    for acc, eps in res.by_accountant.items():
+        print(f"  epsilon ({acc.upper()}): {eps:.6g}")
+    if res.rho is not None:
+        print(f"  rho (zCDP): {res.rho:.6g}")
+    print(f"  epsilon claimed: {eps_claimed:.6g}")
+    ok = res.epsilon <= eps_claimed * (1 + 1e-3)
+    print("  PASS: within the claim" if ok else "  FAIL: the ledger exceeds the claim")
+    return 0 if ok else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dpverify`` command.
+
+    Examples
+    --------
+    >>> main(["account", "noisy_gd:sound", "--param", "T=3", "--delta", "2"])
+    dpverify: error: delta must be a number in (0, 1), got 2.0
+    2
+    """
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse: 2 on bad usage, 0 on --help
+        return int(e.code or 0)
+    try:
+        if args.command == "run":
+            from dpverify.suites import run_command
+
+            return run_command(args)
+        if args.command == "list":
+            return _cmd_list(args)
+        if args.command == "account":
+            return _cmd_account(args)
+        return int(args._plugged.run_command(args))
+    except InputError as e:
+        print(f"dpverify: error: {e}", file=sys.stdout if argv is not None else sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dpverify: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
