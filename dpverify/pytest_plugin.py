@@ -1,1 +1,88 @@
-"""pytest plugin (filled in below)."""
+"""pytest plugin: ``pytest suites/`` collects suite files, one test item per check.
+
+A check item passes when the check meets its expectation (a planted bug expected to FAIL
+passes as an item when it is caught). Options: ``--dpverify-seed``, ``--dpverify-scale``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("dpverify")
+    group.addoption("--dpverify-seed", type=int, default=0, help="root seed of suite checks")
+    group.addoption("--dpverify-scale", choices=["quick", "thorough"], default="quick",
+                    help="scale of suite checks")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "dpverify_check: a check collected from a suite file")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.suffix == ".toml" and _is_suite(file_path):
+        return SuiteFile.from_parent(parent, path=file_path)
+    return None
+
+
+def _is_suite(path: Path) -> bool:
+    if path.name == "pyproject.toml":
+        return False
+    try:
+        head = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return "[[check]]" in head
+
+
+class SuiteFile(pytest.File):
+    """A suite file; loading errors surface as a collection error naming file and line."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from dpverify.suites import load_suite
+
+        suite = load_suite(self.path)
+        for spec in suite.checks:
+            item = CheckItem.from_parent(self, name=spec.id, spec=spec, suite_seed=suite.seed)
+            item.add_marker("dpverify_check")
+            yield item
+
+
+class CheckFailed(Exception):
+    """A check whose verdict differs from its expectation."""
+
+
+class CheckItem(pytest.Item):
+    def __init__(self, *, spec: Any, suite_seed: int | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.spec = spec
+        self.suite_seed = suite_seed
+
+    def runtest(self) -> None:
+        from dpverify.checks import RunContext, run_check
+        from dpverify.suites import scaled
+
+        cfg = self.config
+        seed = self.suite_seed if self.suite_seed is not None else cfg.getoption("dpverify_seed")
+        scale = cfg.getoption("dpverify_scale")
+        res = run_check(scaled(self.spec, scale), RunContext(seed=seed, scale=scale))
+        self.user_properties.append(("verdict", res.outcome.verdict.value))
+        if not res.met:
+            raise CheckFailed(
+                f"{self.spec.id}: verdict {res.outcome.verdict.value}, expected "
+                f"{self.spec.expected.value}: {res.outcome.message}"
+            )
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+                     ) -> str:
+        if isinstance(excinfo.value, CheckFailed):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.spec.kind}: {self.spec.target}"

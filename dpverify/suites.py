@@ -1,0 +1,294 @@
+"""Suite files: schema, loading with errors that name file, line and value, and running.
+
+A suite is a TOML file::
+
+    [suite]
+    name = "smoke"
+    seed = 0                      # optional root seed
+
+    [[check]]
+    id = "noisy_gd.sound.account"
+    kind = "account"
+    target = "noisy_gd:sound"     # name:variant, or module:function for a user's callable
+    expected = "PASS"             # PASS | FAIL | INCONCLUSIVE
+    [check.params]                # algorithm parameter overrides
+    T = 10
+    [check.options]               # options of the check kind
+    rtol = 1e-3
+    [check.thorough]              # option overrides at --scale thorough (optional)
+    trials = 100000
+
+Every file is validated before any check runs, so bad input costs nothing and writes
+nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from dpverify.checks import CheckResult, CheckSpec, RunContext, available_check_kinds, run_check
+from dpverify.claims import Verdict
+from dpverify.errors import InputError, check_delta, check_epsilon
+
+_CHECK_KEYS = {"id", "kind", "target", "expected", "params", "options", "thorough",
+               "description"}
+# Keys whose values are privacy parameters wherever they appear.
+_EPSILON_KEYS = {"epsilon", "target_epsilon"}
+_DELTA_KEYS = {"delta", "target_delta"}
+
+
+@dataclass
+class Suite:
+    """A loaded, validated suite file."""
+
+    path: Path
+    name: str
+    checks: list[CheckSpec]
+    seed: int | None = None
+    description: str = ""
+
+
+@dataclass
+class SuiteRun:
+    """The results of running suites."""
+
+    suites: list[Suite]
+    results: list[CheckResult] = field(default_factory=list)
+    seed: int = 0
+    scale: str = "quick"
+
+    @property
+    def all_met(self) -> bool:
+        return all(r.met for r in self.results)
+
+
+def _line_of(text: str, check_index: int | None, key: str | None) -> int:
+    """1-based line of ``key`` inside the ``check_index``-th ``[[check]]`` block."""
+    lines = text.splitlines()
+    start, end = 0, len(lines)
+    if check_index is not None:
+        heads = [i for i, ln in enumerate(lines) if re.match(r"\s*\[\[\s*check\s*\]\]", ln)]
+        if check_index < len(heads):
+            start = heads[check_index]
+            end = heads[check_index + 1] if check_index + 1 < len(heads) else len(lines)
+    if key is not None:
+        pat = re.compile(rf"^\s*\"?{re.escape(key)}\"?\s*=")
+        for i in range(start, end):
+            if pat.match(lines[i]):
+                return i + 1
+    return start + 1
+
+
+def _fail(path: Path, text: str, idx: int | None, key: str | None, msg: str) -> InputError:
+    return InputError(f"{path}:{_line_of(text, idx, key)}: {msg}")
+
+
+def _check_privacy_values(table: dict[str, Any], where: Callable[[str], str]) -> None:
+    for k, v in table.items():
+        if k in _EPSILON_KEYS:
+            try:
+                check_epsilon(v, k)
+            except InputError as e:
+                raise InputError(f"{where(k)}: {e}") from None
+        if k in _DELTA_KEYS:
+            try:
+                check_delta(v, k)
+            except InputError as e:
+                raise InputError(f"{where(k)}: {e}") from None
+        if isinstance(v, float) and not math.isfinite(v):
+            raise InputError(f"{where(k)}: {k} must be finite, got {v!r}")
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Load and validate one suite file.
+
+    Errors name the file, the line and the bad value.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.toml"
+    >>> _ = p.write_text('[[check]]\\nid = "a"\\nkind = "account"\\ntarget = "nope:sound"\\n')
+    >>> try:
+    ...     load_suite(p)
+    ... except InputError as e:
+    ...     print(str(e).split(": ", 1)[1])
+    unknown algorithm 'nope'; registered: ['dp_sgd', 'noisy_gd']
+    """
+    from dpverify.registry import is_registered_target, resolve
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"no suite file {str(path)!r}")
+    text = path.read_text(encoding="utf-8")
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"{path}: invalid TOML: {e}") from None
+    head = doc.get("suite", {})
+    if not isinstance(head, dict):
+        raise _fail(path, text, None, "suite", "[suite] must be a table")
+    unknown_top = set(doc) - {"suite", "check"}
+    if unknown_top:
+        key = sorted(unknown_top)[0]
+        raise _fail(path, text, None, key, f"unknown top-level key {key!r}")
+    entries = doc.get("check", [])
+    if not isinstance(entries, list) or not entries:
+        raise _fail(path, text, None, None, "a suite needs at least one [[check]] entry")
+    kinds = available_check_kinds()
+    seen: set[str] = set()
+    checks: list[CheckSpec] = []
+    for i, entry in enumerate(entries):
+        def where(key: str | None, i: int = i) -> str:
+            return f"{path}:{_line_of(text, i, key)}"
+
+        for req in ("id", "kind", "target"):
+            if not isinstance(entry.get(req), str) or not entry.get(req):
+                raise InputError(f"{where(req)}: check #{i + 1} needs a string {req!r}")
+        extra = set(entry) - _CHECK_KEYS
+        if extra:
+            k = sorted(extra)[0]
+            raise InputError(f"{where(k)}: unknown key {k!r} in check {entry['id']!r}; "
+                             f"allowed: {sorted(_CHECK_KEYS)}")
+        cid = entry["id"]
+        if cid in seen:
+            raise InputError(f"{where('id')}: duplicate check id {cid!r}")
+        seen.add(cid)
+        if entry["kind"] not in kinds:
+            raise InputError(f"{where('kind')}: unknown check kind {entry['kind']!r}; "
+                             f"known: {kinds}")
+        try:
+            expected = Verdict.parse(entry.get("expected", "PASS"))
+        except InputError as e:
+            raise InputError(f"{where('expected')}: {e}") from None
+        params = entry.get("params", {})
+        options = entry.get("options", {})
+        thorough = entry.get("thorough", {})
+        for name, tbl in (("params", params), ("options", options), ("thorough", thorough)):
+            if not isinstance(tbl, dict):
+                raise InputError(f"{where(name)}: {name} must be a table")
+        _check_privacy_values(params, where)
+        _check_privacy_values(options, where)
+        target = entry["target"]
+        if is_registered_target(target) or ":" not in target:
+            try:
+                t = resolve(target)
+                t.algorithm.params(t.variant.name, params)
+            except InputError as e:
+                key = "target" if "unknown algorithm" in str(e) or "variant" in str(e) \
+                    else next(iter(params), "params")
+                raise InputError(f"{where(key)}: {e}") from None
+        opts = dict(options)
+        opts["_thorough"] = dict(thorough)
+        checks.append(CheckSpec(cid, entry["kind"], target, expected, dict(params), opts,
+                                source=where("id")))
+    seed = head.get("seed")
+    if seed is not None and not isinstance(seed, int):
+        raise _fail(path, text, None, "seed", f"seed must be an integer, got {seed!r}")
+    return Suite(path, str(head.get("name", path.stem)), checks, seed,
+                 str(head.get("description", "")))
+
+
+def discover(paths: Iterable[str | Path]) -> list[Path]:
+    """Suite files named directly or found (``*.toml``, recursively) in folders."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out.extend(sorted(p.rglob("*.toml")))
+        elif p.exists():
+            out.append(p)
+        else:
+            raise InputError(f"no suite file or folder {str(p)!r}")
+    if not out:
+        raise InputError(f"no suite files found in {[str(p) for p in paths]}")
+    return out
+
+
+def scaled(spec: CheckSpec, scale: str) -> CheckSpec:
+    """The spec with its ``[check.thorough]`` overrides applied at thorough scale."""
+    opts = dict(spec.options)
+    thorough = opts.pop("_thorough", {}) or {}
+    if scale == "thorough":
+        opts.update(thorough)
+    return CheckSpec(spec.id, spec.kind, spec.target, spec.expected, spec.params, opts,
+                     spec.source)
+
+
+def run_suites(
+    suites: Sequence[Suite],
+    ctx: RunContext,
+    *,
+    only: str | None = None,
+    on_result: Callable[[CheckResult], None] | None = None,
+) -> SuiteRun:
+    """Run every check of ``suites`` (already validated) and collect the results."""
+    run = SuiteRun(list(suites), seed=ctx.seed, scale=ctx.scale)
+    for suite in suites:
+        for spec in suite.checks:
+            if only and only not in spec.id:
+                continue
+            sctx = ctx
+            if suite.seed is not None and ctx.extras.get("seed_from_cli") is not True:
+                sctx = RunContext(**{**ctx.__dict__, "seed": suite.seed})
+            res = run_check(scaled(spec, ctx.scale), sctx)
+            run.results.append(res)
+            if on_result:
+                on_result(res)
+    return run
+
+
+def run_command(args: Any) -> int:
+    """``dpverify run``: validate all suites, run them, write the reports, show a summary."""
+    from rich.console import Console
+
+    from dpverify.report.writer import compare_baseline, summary_table, write_reports
+
+    suites = [load_suite(p) for p in discover(args.suites)]
+    if args.trials is not None and args.trials <= 0:
+        raise InputError(f"--trials must be a positive integer, got {args.trials}")
+    baseline = None
+    if args.baseline:
+        from dpverify.report.writer import load_report
+
+        baseline = load_report(args.baseline)
+    ctx = RunContext(seed=args.seed, scale=args.scale, trials=args.trials, workers=args.workers,
+                     executor=args.executor, scheduler=args.scheduler, backend=args.backend,
+                     report_dir=args.report_dir)
+    total = sum(len(s.checks) for s in suites)
+    console = Console(stderr=True, quiet=args.quiet)
+    done = 0
+
+    def show(res: CheckResult) -> None:
+        nonlocal done
+        done += 1
+        mark = "ok " if res.met else "!! "
+        console.print(f"[{done}/{total}] {mark}{res.spec.id}: {res.outcome.verdict.value} "
+                      f"(expected {res.spec.expected.value}, {res.seconds:.1f}s)",
+                      highlight=False)
+
+    console.print(f"dpverify: {total} checks from {len(suites)} suite(s), seed {ctx.seed}, "
+                  f"scale {ctx.scale}", highlight=False)
+    run = run_suites(suites, ctx, only=args.only, on_result=show)
+    regressions = compare_baseline(run, baseline) if baseline is not None else []
+    paths = write_reports(run, Path(args.report_dir), regressions=regressions)
+    if args.json_path:
+        from dpverify.report.io import write_json_atomic
+        from dpverify.report.writer import report_dict
+
+        write_json_atomic(args.json_path, report_dict(run, regressions))
+    out = Console(quiet=args.quiet, width=140)
+    out.print(summary_table(run))
+    for r in regressions:
+        out.print(f"regression: {r}", highlight=False)
+    met = sum(r.met for r in run.results)
+    out.print(f"{met}/{len(run.results)} checks met their expectation; report: "
+              f"{', '.join(str(p) for p in paths)}", highlight=False)
+    return 0 if run.all_met and not regressions else 1
+
