@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import importlib.util
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -145,8 +146,13 @@ def _discover() -> None:
         return
     _DISCOVERED = True
     for ep in importlib.metadata.entry_points(group="dpverify.algorithms"):
-        obj = ep.load()
-        algos = obj() if callable(obj) else obj
+        try:
+            obj = ep.load()
+            algos = obj() if callable(obj) else obj
+        except Exception as e:  # one broken plugin must not hide every other algorithm
+            warnings.warn(f"dpverify: algorithms entry point {ep.name!r} failed to load: {e}",
+                          stacklevel=2)
+            continue
         for a in algos:
             register(a)
 
