@@ -19,6 +19,7 @@ a record outside the batch, 1 inside (a count under sampling with replacement).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -377,10 +378,12 @@ class Curator:
         noise: float,
         batch: Batch | None,
     ) -> Any:
-        if sensitivity is not None and (not np.isfinite(sensitivity) or sensitivity < 0):
+        # A noisy release without a numeric declared sensitivity would be accounted as free
+        # (its noise multiplier is infinite), so it is refused rather than recorded.
+        if mechanism != "exact" and not _is_finite_nonneg(sensitivity):
             raise InputError(f"release {name!r}: sensitivity must be finite and >= 0, "
                              f"got {sensitivity!r}")
-        if not np.isfinite(noise) or noise < 0:
+        if not _is_finite_nonneg(noise):
             raise InputError(f"release {name!r}: noise must be finite and >= 0, got {noise!r}")
         batch = batch or self.full_batch()
         b = self.backend
@@ -449,3 +452,14 @@ def _as_generator(
     if rng is not None and not isinstance(rng, (int, np.integer, np.random.SeedSequence)):
         raise InputError(f"rng must be an int seed, a SeedSequence or a Generator, got {rng!r}")
     return np.random.default_rng(rng)
+
+
+def _is_finite_nonneg(value: Any) -> bool:
+    """Whether ``value`` is a real number, finite and >= 0 (None, bools and text are not)."""
+    if value is None or isinstance(value, (bool, np.bool_, str, bytes)):
+        return False
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(v) and v >= 0
