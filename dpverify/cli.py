@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -93,6 +94,13 @@ def _build_parser() -> argparse.ArgumentParser:
             if e.name and module.startswith(e.name):
                 continue  # capability not installed in this build
             raise
+        if not (callable(getattr(mod, "configure_parser", None))
+                and callable(getattr(mod, "run_command", None))):
+            # A capability that offers no subcommand (or not yet) must not take every
+            # other command down with it.
+            warnings.warn(f"dpverify: {module} has no configure_parser/run_command; "
+                          f"the {name!r} subcommand is unavailable", stacklevel=2)
+            continue
         # A capability may redefine a shared option (its own help or default) and wins.
         p = sub.add_parser(name, help=help_text, conflict_handler="resolve")
         add_common_options(p)
