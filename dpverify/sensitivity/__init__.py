@@ -1,0 +1,261 @@
+"""Grey-box sensitivity checking: does each noisy query move no more than it declares?
+
+Every release an algorithm makes through the curator declares a sensitivity (the bound on
+||q(D) - q(D')|| its noise is calibrated to). This checker replays the algorithm on
+neighbouring datasets D and D', evaluating every query on both with the same randomness
+and the same released history (:meth:`dpverify.curator.Curator.replay`), and compares the
+true difference with the declared one, release by release, on the worst pairs it can find:
+
+* the canaries of :data:`dpverify.data.PAIR_GENERATORS` (``fresh_direction``,
+  ``clip_boundary``, ``outlier``, ``nonfinite``, ``random``) and ``opposed`` (the
+  replace-one worst case of a clipped sum), plus random pairs;
+* a ``hypothesis`` search that maximises the ratio true / declared over the differing
+  record(s) and shrinks a violating pair to a minimal one;
+* under both neighbouring relations, add/remove and replace-one.
+
+A taint test runs alongside: with D''s released answers forced to equal D's, everything
+else the algorithm does (releases, declared sensitivities, noise scales, sampling, batches,
+output) must be identical. The verdict is FAIL with a counterexample pair and hints, or
+PASS ("no violation found", never a proof).
+
+Checking your own algorithm
+---------------------------
+Write it against the curator: ``algo(cur, problem, params) -> output``, where ``cur`` is a
+:class:`~dpverify.curator.Curator` (``cur.trials`` runs at once, ``cur.d``, the public
+``cur.n``), ``problem.data`` is the dataset (do not read it: ask the curator) and
+``params`` holds your parameters plus ``relation``, ``n``, ``d``, ``epsilon``, ``delta``.
+A file ``my_algo.py``::
+
+    import numpy as np
+
+    def data():
+        rng = np.random.default_rng(0)
+        X = rng.uniform(-1, 1, size=(200, 3))
+        return X, X @ np.array([1.0, -1.0, 0.5])
+
+    def clipped_gd(cur, problem, params, *, divide_by_count=False):
+        C, T = float(params.get("clip", 1.0)), int(params.get("T", 5))
+        sens = C if params["relation"] == "add_remove" else 2 * C
+        theta = np.zeros((cur.trials, cur.d))
+        for t in range(T):
+            cur.step(t)
+
+            def grad_sum(X, y, w, theta=theta):
+                ok = np.isfinite(X).all(axis=1) & np.isfinite(y)
+                X, y, w = np.where(ok[:, None], X, 0.0), np.where(ok, y, 0.0), w * ok
+                G = (theta @ X.T - y)[..., None] * X  # per-sample gradients
+                norm = np.linalg.norm(G, axis=2, keepdims=True)
+                G = G * np.minimum(1.0, C / np.maximum(norm, 1e-12))
+                s = np.einsum("kn,knd->kd", w, G)
+                return s / w.sum(axis=1, keepdims=True) if divide_by_count else s
+
+            declared = sens / cur.n if divide_by_count else sens
+            g = cur.gaussian("grad_sum", grad_sum, sensitivity=declared,
+                             noise_std=2.0 * declared)
+            theta = theta - 0.5 * (g if divide_by_count else g / cur.n)
+        return theta
+
+    def buggy_gd(cur, problem, params):
+        return clipped_gd(cur, problem, params, divide_by_count=True)
+
+From the command line (exit 0 on PASS, 1 on FAIL, 2 on bad input)::
+
+    dpverify sensitivity my_algo:clipped_gd --data my_algo:data --relation both
+    dpverify sensitivity my_algo:buggy_gd --data my_algo:data --json out.json
+    dpverify sensitivity my_algo:clipped_gd --param n=300 --param d=4   # synthetic data
+
+and from pytest::
+
+    import my_algo
+    from dpverify.sensitivity import check_sensitivity
+
+    def test_my_algo_sensitivity():
+        report = check_sensitivity(my_algo.clipped_gd, data=my_algo.data, relation="both")
+        assert report.passed, report.summary()
+
+A suite entry: ``kind = "sensitivity"``, ``target = "my_algo:clipped_gd"`` with
+``[check.options] data = "my_algo:data"``. Options: ``neighbours``, ``relation``,
+``search``, ``max_examples``, ``trials``, ``random_pairs``, ``data``, ``rtol``,
+``max_abs``, ``nonfinite``, ``invariance`` (the keyword arguments of
+:func:`check_sensitivity`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from typing import Any
+
+from dpverify.checks import CheckSpec, Outcome, RunContext, check_kind
+from dpverify.errors import InputError
+from dpverify.sensitivity.replay import (
+    DEFAULT_RTOL,
+    InvarianceResult,
+    LedgerExcess,
+    PairResult,
+    check_invariance,
+    differing_records,
+    ledger_excess,
+    measure_pair,
+)
+from dpverify.sensitivity.search import (
+    DEFAULT_MAX_ABS,
+    DEFAULT_MAX_EXAMPLES,
+    DEFAULT_RANDOM_PAIRS,
+    DEFAULT_TRIALS,
+    GENERATORS,
+    RELATION_CHOICES,
+    SEARCHES,
+    SearchResult,
+    SensitivityReport,
+    check_sensitivity,
+    hypothesis_search,
+    opposed_pair,
+    probe_hints,
+)
+from dpverify.sensitivity.targets import USER_DEFAULTS, load_data, resolve_target, user_target
+
+__all__ = [
+    "GENERATORS", "USER_DEFAULTS", "InvarianceResult", "LedgerExcess", "PairResult",
+    "SearchResult", "SensitivityReport", "check_invariance", "check_sensitivity",
+    "configure_parser", "differing_records", "hypothesis_search", "ledger_excess",
+    "load_data", "measure_pair", "opposed_pair", "probe_hints", "resolve_target",
+    "run_command", "sensitivity_check", "user_target",
+]
+
+_OPTIONS = {"neighbours", "relation", "search", "max_examples", "trials", "random_pairs",
+            "data", "rtol", "max_abs", "nonfinite", "invariance"}
+
+
+def _options(options: Mapping[str, Any], ctx: RunContext) -> dict[str, Any]:
+    # Keys with a leading underscore belong to the suite machinery (scale overrides).
+    out = {k: v for k, v in options.items() if not str(k).startswith("_")}
+    unknown = set(out) - _OPTIONS
+    if unknown:
+        raise InputError(f"unknown sensitivity option(s) {sorted(unknown)}; "
+                         f"known: {sorted(_OPTIONS)}")
+    if isinstance(out.get("neighbours"), str):
+        out["neighbours"] = [out["neighbours"]]
+    if ctx.trials is not None:
+        out["trials"] = ctx.trials
+    return out
+
+
+@check_kind("sensitivity")
+def sensitivity_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
+    """The ``sensitivity`` check kind: :func:`check_sensitivity` on ``spec.target``.
+
+    Metrics: ``worst_ratio``, ``declared``, ``true_difference``, ``release``, ``query``,
+    ``step``, ``relation``, ``generator`` (of the worst pair) and counts; evidence: the
+    ``counterexample`` (records, relation, index, ratio), the worst pair, hints.
+
+    Examples
+    --------
+    >>> spec = CheckSpec("s", "sensitivity", "noisy_gd:planted_mean_noise_on_sum",
+    ...                  params={"T": 3, "n": 50},
+    ...                  options={"search": "canaries", "neighbours": ["clip_boundary"]})
+    >>> out = sensitivity_check(spec, RunContext())
+    >>> out.verdict.value, out.metrics["query"]
+    ('FAIL', 'grad_sum')
+    """
+    report = check_sensitivity(spec.target, spec.params, seed=ctx.seed, scale=ctx.scale,
+                               backend=ctx.backend, **_options(spec.options, ctx))
+    return Outcome(report.verdict, report.metrics(), report.evidence(), report.message)
+
+
+# Command line --------------------------------------------------------------------------
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``dpverify sensitivity TARGET``.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser(); configure_parser(p)
+    >>> a = p.parse_args(["noisy_gd:sound", "--neighbours", "outlier", "nonfinite",
+    ...                   "--relation", "both"])
+    >>> a.neighbours, a.relation, a.search
+    (['outlier', 'nonfinite'], 'both', 'all')
+    """
+    parser.description = ("Replay TARGET on neighbouring datasets and compare each release's "
+                          "true difference with its declared sensitivity.")
+    parser.add_argument("target", help="name[:variant], or module:function of your own "
+                                       "algo(cur, problem, params)")
+    parser.add_argument("--neighbours", nargs="+", action="extend", default=None,
+                        metavar="SPEC", help=f"canary generators ({', '.join(GENERATORS)}) or "
+                                             "module:function returning (D, D_prime); default all")
+    parser.add_argument("--relation", choices=RELATION_CHOICES, default="claim",
+                        help="neighbouring relation(s) to check (default: the claim's)")
+    parser.add_argument("--search", choices=SEARCHES, default="all",
+                        help="canaries and random pairs, the hypothesis search, or all")
+    parser.add_argument("--max-examples", type=int, default=DEFAULT_MAX_EXAMPLES,
+                        help=f"hypothesis examples per relation (default "
+                             f"{DEFAULT_MAX_EXAMPLES})")
+    parser.add_argument("--random-pairs", type=int, default=DEFAULT_RANDOM_PAIRS,
+                        help=f"random pairs per relation (default {DEFAULT_RANDOM_PAIRS})")
+    parser.add_argument("--data", default=None, metavar="MODULE:FUNCTION",
+                        help="your data: a function returning (X, y); default synthetic "
+                             "(--param n=.. --param d=..) or the algorithm's own problem")
+    parser.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
+                        help=f"tolerance on the ratio true / declared (default {DEFAULT_RTOL:g})")
+    parser.add_argument("--max-abs", type=float, default=DEFAULT_MAX_ABS,
+                        help="bound on the coordinates hypothesis draws "
+                             f"(default {DEFAULT_MAX_ABS:g})")
+    parser.add_argument("--finite-only", action="store_true",
+                        help="hypothesis draws no NaN or inf coordinates")
+    parser.add_argument("--no-invariance", action="store_true",
+                        help="skip the taint test (identical answers on D and D')")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run ``dpverify sensitivity``: print the verdict; 0 on PASS, 1 otherwise.
+
+    Bad input (unknown target, generator or parameter, a bad number) raises
+    :class:`~dpverify.errors.InputError`, which the CLI turns into exit code 2.
+
+    Examples
+    --------
+    >>> from dpverify.cli import add_common_options
+    >>> p = argparse.ArgumentParser(conflict_handler="resolve")
+    >>> add_common_options(p); configure_parser(p)
+    >>> run_command(p.parse_args(["noisy_gd:sound", "--param", "T=3", "--param", "n=50",
+    ...                           "--search", "canaries", "--quiet"]))  # doctest: +ELLIPSIS
+    noisy_gd:sound: PASS: no violation in 10 pairs under add_remove; worst ratio 1 ...
+    0
+    """
+    from dpverify.cli import parse_params
+
+    report = check_sensitivity(
+        args.target, parse_params(getattr(args, "param", [])), neighbours=args.neighbours,
+        relation=args.relation, search=args.search, max_examples=args.max_examples,
+        trials=args.trials if args.trials is not None else DEFAULT_TRIALS,
+        random_pairs=args.random_pairs, seed=args.seed, scale=args.scale,
+        backend=args.backend, data=args.data, rtol=args.rtol, max_abs=args.max_abs,
+        nonfinite=not args.finite_only, invariance=not args.no_invariance,
+    )
+    json_path = getattr(args, "json_path", None)
+    if json_path:
+        from dpverify.report.io import write_json_atomic
+
+        write_json_atomic(json_path, report.to_dict())
+    if not getattr(args, "quiet", False):
+        _print_table(report)
+    print(report.summary())
+    return 0 if report.passed else 1
+
+
+def _print_table(report: SensitivityReport) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"sensitivity of {report.target}")
+    for col in ("pair", "relation", "ratio", "true / declared", "where", "status"):
+        table.add_column(col, overflow="fold")
+    for p in report.pairs:
+        declared = "exact" if p.declared is None else f"{p.declared:.4g}"
+        where = "-" if p.release is None else (
+            f"#{p.release} {p.query}" + (f" t={p.step}" if p.step is not None else ""))
+        status = "error" if p.error else ("VIOLATION" if p.violated else "ok")
+        table.add_row(p.generator, p.relation, f"{p.worst_ratio:.4g}",
+                      f"{p.true_difference:.4g} / {declared}", where, status)
+    Console(width=120).print(table)
