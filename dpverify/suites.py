@@ -119,10 +119,10 @@ def load_suite(path: str | Path) -> Suite:
     >>> try:
     ...     load_suite(p)
     ... except InputError as e:
-    ...     print(str(e).split(": ", 1)[1])
-    unknown algorithm 'nope'; registered: ['dp_sgd', 'noisy_gd']
+    ...     print(str(e).split(": ", 1)[1].split(";")[0])
+    unknown algorithm 'nope'
     """
-    from dpverify.registry import is_registered_target, resolve
+    from dpverify.registry import all_algorithms, is_registered_target, load_callable, resolve
 
     path = Path(path)
     if not path.is_file():
@@ -185,6 +185,16 @@ def load_suite(path: str | Path) -> Suite:
                 key = "target" if "unknown algorithm" in str(e) or "variant" in str(e) \
                     else next(iter(params), "params")
                 raise InputError(f"{where(key)}: {e}") from None
+        else:
+            # Not a registered name, so a user's module:function. Import it now: a typo in
+            # an algorithm's name must fail here, before anything runs or is written.
+            try:
+                load_callable(target)
+            except InputError as e:
+                name = target.partition(":")[0]
+                known = sorted(a.name for a in all_algorithms())
+                raise InputError(f"{where('target')}: unknown algorithm {name!r}; registered: "
+                                 f"{known}; nor is {target!r} a module:function ({e})") from None
         opts = dict(options)
         opts["_thorough"] = dict(thorough)
         checks.append(CheckSpec(cid, entry["kind"], target, expected, dict(params), opts,
