@@ -182,8 +182,9 @@ def load_suite(path: str | Path) -> Suite:
                 t = resolve(target)
                 t.algorithm.params(t.variant.name, params)
             except InputError as e:
+                # Point at the offending parameter's own line, not the first parameter's.
                 key = "target" if "unknown algorithm" in str(e) or "variant" in str(e) \
-                    else next(iter(params), "params")
+                    else next((k for k in params if f"parameter {k!r}" in str(e)), "params")
                 raise InputError(f"{where(key)}: {e}") from None
         else:
             # Not a registered name, so a user's module:function. Import it now: a typo in
