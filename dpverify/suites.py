@@ -149,6 +149,9 @@ def load_suite(path: str | Path) -> Suite:
         def where(key: str | None, i: int = i) -> str:
             return f"{path}:{_line_of(text, i, key)}"
 
+        if not isinstance(entry, dict):
+            raise InputError(f"{where(None)}: check #{i + 1} must be a table ([[check]]), "
+                             f"got {entry!r}")
         for req in ("id", "kind", "target"):
             if not isinstance(entry.get(req), str) or not entry.get(req):
                 raise InputError(f"{where(req)}: check #{i + 1} needs a string {req!r}")
@@ -176,6 +179,7 @@ def load_suite(path: str | Path) -> Suite:
                 raise InputError(f"{where(name)}: {name} must be a table")
         _check_privacy_values(params, where)
         _check_privacy_values(options, where)
+        _check_privacy_values(thorough, where)  # they become options at --scale thorough
         target = entry["target"]
         if is_registered_target(target) or ":" not in target:
             try:
