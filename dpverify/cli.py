@@ -78,6 +78,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", default=None, help="report.json to compare against")
     p.add_argument("--only", default=None, help="run only checks whose id contains this")
     add_common_options(p, suite=True)
+    # None tells the runner whether --seed was given, so it can override the suites' seeds.
+    p.set_defaults(seed=None)
 
     p = sub.add_parser("list", help="every registered algorithm and variant with its claims")
     p.add_argument("--json", dest="json_path", default=None)

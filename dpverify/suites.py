@@ -63,6 +63,7 @@ class SuiteRun:
     results: list[CheckResult] = field(default_factory=list)
     seed: int = 0
     scale: str = "quick"
+    suite_seeds: list[int] = field(default_factory=list)  # the root seed each suite ran with
 
     @property
     def all_met(self) -> bool:
@@ -246,12 +247,13 @@ def run_suites(
     """Run every check of ``suites`` (already validated) and collect the results."""
     run = SuiteRun(list(suites), seed=ctx.seed, scale=ctx.scale)
     for suite in suites:
+        sctx = ctx
+        if suite.seed is not None and ctx.extras.get("seed_from_cli") is not True:
+            sctx = RunContext(**{**ctx.__dict__, "seed": suite.seed})
+        run.suite_seeds.append(sctx.seed)
         for spec in suite.checks:
             if only and only not in spec.id:
                 continue
-            sctx = ctx
-            if suite.seed is not None and ctx.extras.get("seed_from_cli") is not True:
-                sctx = RunContext(**{**ctx.__dict__, "seed": suite.seed})
             res = run_check(scaled(spec, ctx.scale), sctx)
             run.results.append(res)
             if on_result:
@@ -273,9 +275,13 @@ def run_command(args: Any) -> int:
         from dpverify.report.writer import load_report
 
         baseline = load_report(args.baseline)
-    ctx = RunContext(seed=args.seed, scale=args.scale, trials=args.trials, workers=args.workers,
-                     executor=args.executor, scheduler=args.scheduler, backend=args.backend,
-                     report_dir=args.report_dir)
+    # --seed given on the command line overrides the suites' own seeds; otherwise a suite's
+    # seed (or 0) is its root seed. The report records the seed each suite ran with.
+    seed_from_cli = args.seed is not None
+    ctx = RunContext(seed=args.seed if seed_from_cli else 0, scale=args.scale,
+                     trials=args.trials, workers=args.workers, executor=args.executor,
+                     scheduler=args.scheduler, backend=args.backend, report_dir=args.report_dir,
+                     extras={"seed_from_cli": seed_from_cli})
     total = sum(len(s.checks) for s in suites)
     console = Console(stderr=True, quiet=args.quiet)
     done = 0

@@ -42,14 +42,16 @@ def report_dict(run: Any, regressions: list[str] | None = None) -> dict[str, Any
     >>> report_dict(SuiteRun([]))["schema_version"]
     '1.0'
     """
+    seeds = getattr(run, "suite_seeds", [])
     return {
         "schema_version": SCHEMA_VERSION,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "packages": package_versions(),
         "seed": run.seed,
         "scale": run.scale,
-        "suites": [{"name": s.name, "path": str(s.path), "checks": len(s.checks)}
-                   for s in run.suites],
+        "suites": [{"name": s.name, "path": str(s.path), "checks": len(s.checks),
+                    "seed": seeds[i] if i < len(seeds) else run.seed}
+                   for i, s in enumerate(run.suites)],
         "summary": {
             "checks": len(run.results),
             "met": sum(r.met for r in run.results),
