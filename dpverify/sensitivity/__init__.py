@@ -191,6 +191,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-examples", type=int, default=DEFAULT_MAX_EXAMPLES,
                         help=f"hypothesis examples per relation (default "
                              f"{DEFAULT_MAX_EXAMPLES})")
+    parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS,
+                        help="trials per replay: independent noise, so different trajectories "
+                             f"past each pair (default {DEFAULT_TRIALS})")
     parser.add_argument("--random-pairs", type=int, default=DEFAULT_RANDOM_PAIRS,
                         help=f"random pairs per relation (default {DEFAULT_RANDOM_PAIRS})")
     parser.add_argument("--data", default=None, metavar="MODULE:FUNCTION",

@@ -488,10 +488,8 @@ def _run_relation(world: _World, report: SensitivityReport, *, gens: list[str], 
     with np.errstate(all="ignore"):
         run_target(t, p, problem, trials=1, rng=world.trial_seed, backend=backend)
 
-    def evaluate(pair: NeighbourPair, generator: str = "") -> PairResult:
-        prob = problem
-        if pair.D is not problem.data and pair.D_prime is not problem.data:
-            prob = with_data(problem, pair.D)  # a user's pair brings its own data
+    def evaluate(pair: NeighbourPair, generator: str = "", prob: Problem = problem
+                 ) -> PairResult:
         return measure_pair(t, p, prob, pair, trials=trials, rng=world.trial_seed,
                             generator=generator, rtol=rtol, backend=backend)
 
@@ -502,10 +500,10 @@ def _run_relation(world: _World, report: SensitivityReport, *, gens: list[str], 
                                                                     _key(g))), rel)
             if pair.relation != rel:
                 continue  # a user's pair is checked under its own relation only
-            report.pairs.append(evaluate(pair, g))
+            # A user's pair brings its own data (and so its own public n).
+            prob = problem if g in GENERATORS else with_data(problem, pair.D)
+            report.pairs.append(evaluate(pair, g, prob))
             if invariance:
-                prob = problem if pair.D_prime is base or pair.D is base else with_data(
-                    problem, pair.D)
                 report.invariance.append(check_invariance(
                     t, p, prob, pair, trials=trials, rng=world.trial_seed, generator=g,
                     backend=backend, n_public=prob.data.n))
@@ -606,7 +604,7 @@ def probe_hints(world: _World, violated: Sequence[PairResult], *, trials: int,
                      f"moves by {zero[0].true_difference:.4g}: it needs noise calibrated to a "
                      "positive bound")
     if world.relation == "add_remove":
-        hints.extend(_count_probe(world, trials=trials, backend=backend, rtol=rtol))
+        hints.extend(_count_probe(world, trials=trials, backend=backend))
     growable = [p for p in finite if p.declared and p.pair is not None
                 and all(_finite_record(r) for r in _records(p))]
     if growable:
@@ -637,7 +635,7 @@ def _record_norm(p: PairResult) -> float:
     return max((float(np.linalg.norm(r["x"])) for r in _records(p)), default=0.0)
 
 
-def _count_probe(world: _World, *, trials: int, backend: str, rtol: float) -> list[str]:
+def _count_probe(world: _World, *, trials: int, backend: str) -> list[str]:
     base = world.problem.data
     pair = NeighbourPair(base.with_record(np.zeros(base.d), 0.0, 0), base, "add_remove", 0,
                          "zero_record")
@@ -654,12 +652,13 @@ def _count_probe(world: _World, *, trials: int, backend: str, rtol: float) -> li
         a = np.linalg.norm(r.value_D, axis=1)
         b = np.linalg.norm(r.value_D_prime, axis=1)
         scale = np.maximum(np.maximum(a, b), 1e-300)
-        if not np.any(td > 1e3 * rtol * scale):
+        # A zero record adds exact zeros to a sum: anything above rounding is a real move.
+        moved = td > 1e-9 * scale
+        if not np.any(moved):
             continue
         cos = np.sum(r.value_D * r.value_D_prime, axis=1) / np.maximum(a * b, 1e-300)
         with np.errstate(divide="ignore", invalid="ignore"):
             k = a / (b - a)  # answers S/(k+1) on D and S/k on D' give exactly k
-        moved = td > 1e3 * rtol * scale
         if np.all(cos[moved] > 1 - 1e-9) and np.all(k[moved] > 0.5):
             kk = float(np.median(k[moved]))
             n = r.dataset_size
