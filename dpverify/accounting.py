@@ -370,6 +370,9 @@ def calibrate_gaussian(
     3.73
     """
     steps = int(check_positive(steps, "steps", integer=True))
+    if sampling_probability is not None and not (0 < float(sampling_probability) <= 1):
+        # NaN or a rate above 1 would otherwise pass as "unsampled" and 0 as a search error.
+        raise InputError(f"sampling_probability must be in (0, 1], got {sampling_probability!r}")
     sampled = sampling_probability is not None and sampling_probability < 1
     # Unsampled, only the distance between q(D) and q(D') matters, whatever the relation;
     # sampled under replace-one, only PLD has the right event (see _multiplier_scale).
