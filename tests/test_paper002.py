@@ -216,3 +216,27 @@ def test_torch_backend_follows_the_same_trajectory(target):
     a, _ = run_target(t, p, problem, trials=2, rng=1)
     b, _ = run_target(t, p, problem, trials=2, rng=1, backend="torch")
     np.testing.assert_allclose(np.asarray(a), b.numpy(), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("loss_name,exceeds", [("huber", True), ("logistic", False)])
+def test_svrg_difference_against_the_papers_sensitivity(loss_name, exceeds):
+    # The paper declares 2G between replace-one neighbours for the sampled term (a function
+    # bounded by G, line 451). For the Huber loss two records whose directions straddle
+    # x - x~ both cross the kink and their terms differ by nearly 4G.
+    from algorithms.losses import get_loss
+    from algorithms.paper002.common import grad_diff_sum
+    from dpverify.curator import Curator
+    from dpverify.data import Dataset
+
+    s = 0.954
+    a, a_prime = np.array([[0.3, s]]), np.array([[0.3, -s]])
+    x, anchor = np.array([[5.0, 0.0]]), np.array([[-5.0, 0.0]])
+    loss = get_loss(loss_name)
+    terms = []
+    for rec in (a, a_prime):
+        cur = Curator(Dataset(rec, np.array([1.0 if loss_name == "logistic" else 0.0])), rng=0)
+        terms.append(cur.gaussian("d", grad_diff_sum(cur, loss, x, anchor, None),
+                                  sensitivity=2.0, noise_std=0.0)[0])
+    gap = np.linalg.norm(terms[0] - terms[1])
+    declared = 2.0 * loss.lipschitz
+    assert (gap > 1.5 * declared) == exceeds and gap <= 2 * declared + 1e-12

@@ -161,10 +161,11 @@ SVRG_PP_UTILITY = UtilityClaim(
 
 _SENSITIVITY_FINDING = Finding(
     "the proof rescales to ||grad f|| <= 1 (line 437) and applies Lemma 3 of Abadi et al. "
-    "to grad f(x, z) - grad f(x~, z) as a function bounded by G (line 451); it reaches 2G "
-    "per record and 4G between replace-one neighbours when phi' spans an interval of "
-    "length 2 (params loss='huber', x and x~ on both sides of the kink). For the logistic "
-    "loss (phi' in [-1, 0]) the bound G holds.",
+    "to grad f(x, z) - grad f(x~, z) as a function bounded by G (line 451); when phi' "
+    "spans an interval of length 2 (params loss='huber') it reaches 2G per record, and "
+    "nearly 4G between replace-one neighbours whose directions straddle x - x~ and which "
+    "both cross the kink, against the 2G declared. For the logistic loss (phi' in "
+    "[-1, 0]) the bound G holds.",
     source="paper 002, proof of Thm 4.1, lines 437-451",
     detected_by=("sensitivity",),
 )
