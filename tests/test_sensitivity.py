@@ -70,13 +70,16 @@ def test_replace_sensitivity_L_caught_with_ratio_two():
     opposed = next(p for p in rep.pairs if p.generator == "opposed")
     # Clipped gradients C and -C are 2C apart; the variant declared C.
     assert opposed.worst_ratio == pytest.approx(2.0, rel=1e-9)
-    assert rep.counterexample.relation == "replace_one"
+    ce = rep.counterexample
+    assert ce.relation == "replace_one" and ce.generator == "hypothesis"
+    assert np.count_nonzero(ce.record_D_prime["x"]) == 1 and ce.worst_ratio > 1
 
 
 def test_divide_by_count_caught_with_hint():
     rep = check_sensitivity("noisy_gd:planted_divide_by_count", SMALL, max_examples=30)
     assert rep.verdict is Verdict.FAIL
-    assert rep.counterexample.relation == "add_remove"
+    ce = rep.counterexample
+    assert ce.relation == "add_remove" and np.count_nonzero(ce.record_D["x"]) == 1
     hint = next(h for h in rep.hints if "actual number of records" in h)
     k = float(re.search(r"k ~ ([0-9.]+)", hint).group(1))
     assert k == pytest.approx(SMALL["n"], rel=1e-6)
