@@ -1,0 +1,654 @@
+"""Backend agreement: the same algorithm on NumPy and on torch must give the same answers.
+
+Two comparisons, both against the NumPy backend as reference:
+
+* **trajectory** (:func:`trajectory_agreement`): one seed, one noise stream. The torch
+  backend takes its noise from the NumPy generator (``noise="shared"``), so every release
+  and the final output must match up to rounding. What differs between the two runs is
+  only how each backend computes: the order of summation in matrix products, autograd of
+  ``loss.value`` against the closed-form ``loss.dvalue``, and the dtype. A wrong
+  hand-written derivative, or Array API code that means something else on torch, shows
+  up as a deviation far above rounding.
+* **distribution** (:func:`distribution_agreement`): each backend draws its own noise
+  (torch from a ``torch.Generator``), many trials, and a two-sample Kolmogorov-Smirnov
+  test per output coordinate with Holm's correction. It catches what a shared stream
+  hides: a torch sampler that is not the distribution the NumPy one is.
+
+The ``agree`` check kind runs both; ``dpverify agree TARGET`` is its command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpverify.backends import Backend
+from dpverify.checks import CheckResult, CheckSpec, Outcome, RunContext, check_kind, jsonable
+from dpverify.claims import Verdict
+from dpverify.errors import InputError, check_positive, check_probability
+from dpverify.execution import build_problem, run_target, seed_streams
+from dpverify.registry import Problem, Target, resolve
+
+#: Rounding differences each release may contribute, in units of machine epsilon (the rule
+#: is in :func:`trajectory_tolerance`).
+DEFAULT_SAFETY = 64.0
+DEFAULT_ALPHA = 0.01
+DEFAULT_TRIALS = 1000  # per backend, distributional comparison
+DEFAULT_TRAJECTORY_TRIALS = 4
+MODES = ("both", "trajectory", "distribution")
+
+
+# Results ---------------------------------------------------------------------------------
+
+
+@dataclass
+class TrajectoryAgreement:
+    """NumPy and torch runs on one noise stream, compared release by release.
+
+    ``max_abs_dev`` and ``max_rel_dev`` are over the final output; ``worst_release`` is
+    the release whose deviation is largest relative to its own tolerance.
+    """
+
+    target: str
+    backend: str
+    dtype: str
+    trials: int
+    releases: int
+    max_abs_dev: float
+    max_rel_dev: float
+    tolerance: float
+    ledger_match: bool
+    release_rel_dev: list[float] = field(repr=False)
+    release_tolerance: list[float] = field(repr=False)
+    first_divergent_release: int | None = None
+    first_divergent_name: str | None = None
+    first_divergent_step: int | None = None
+
+    @property
+    def passed(self) -> bool:
+        return (self.ledger_match and self.max_rel_dev <= self.tolerance
+                and self.first_divergent_release is None)
+
+    def metrics(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.pop("release_rel_dev")
+        out.pop("release_tolerance")
+        out["passed"] = self.passed
+        return out
+
+
+@dataclass
+class DistributionAgreement:
+    """Two-sample tests per output coordinate, NumPy against torch, each with its own noise."""
+
+    target: str
+    backend: str
+    dtype: str
+    trials: int
+    alpha: float
+    statistics: list[float] = field(repr=False)
+    pvalues: list[float] = field(repr=False)
+    pvalues_adjusted: list[float] = field(repr=False)
+    rejected: list[int] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.rejected
+
+    @property
+    def min_pvalue_adjusted(self) -> float:
+        return min(self.pvalues_adjusted) if self.pvalues_adjusted else 1.0
+
+    def metrics(self) -> dict[str, Any]:
+        return {
+            "target": self.target, "backend": self.backend, "dtype": self.dtype,
+            "trials": self.trials, "alpha": self.alpha, "coordinates": len(self.pvalues),
+            "min_pvalue_adjusted": self.min_pvalue_adjusted, "pvalues": self.pvalues,
+            "pvalues_adjusted": self.pvalues_adjusted, "ks_statistics": self.statistics,
+            "rejected_coordinates": self.rejected, "passed": self.passed,
+        }
+
+
+# Helpers ---------------------------------------------------------------------------------
+
+
+def torch_status(device: str = "cpu") -> str | None:
+    """``None`` when the torch backend can run on ``device``, else the reason it cannot.
+
+    Examples
+    --------
+    >>> torch_status("cpu") is None or "torch" in torch_status("cpu")
+    True
+    """
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed (pip install 'dpverify[torch]')"
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        return f"device {device!r} requested but CUDA is not available"
+    return None
+
+
+def torch_backend(device: str = "cpu", dtype: str = "float64", noise: str = "shared",
+                  seed: int | None = None) -> Any:
+    """A :class:`~dpverify.backends.torch_backend.TorchBackend`, or :class:`InputError`.
+
+    Examples
+    --------
+    >>> torch_backend(dtype="float32").dtype_name
+    'float32'
+    """
+    reason = torch_status(device)
+    if reason is not None:
+        raise InputError(f"backend agreement needs the torch backend: {reason}")
+    from dpverify.backends import get_backend
+
+    return get_backend(f"torch:{device}", dtype=dtype, noise=noise, seed=seed)
+
+
+def machine_epsilon(dtype: str) -> float:
+    """Machine epsilon of ``"float64"`` or ``"float32"``.
+
+    Examples
+    --------
+    >>> machine_epsilon("float32") > machine_epsilon("float64")
+    True
+    """
+    if dtype not in ("float64", "float32"):
+        raise InputError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
+    return float(np.finfo(dtype).eps)
+
+
+def trajectory_tolerance(dtype: str, releases: int, safety: float = DEFAULT_SAFETY) -> float:
+    """Largest normwise relative deviation two backends may show after ``releases`` releases.
+
+    The rule: ``tolerance = safety * eps(dtype) * max(1, releases)``. Each release adds a
+    few ulps of difference between the backends (summation order in the matrix products,
+    autograd against closed-form derivatives, the conversion of the noise to ``dtype``);
+    an update that does not expand distances (a gradient step with a step size below 2/L,
+    a projection) carries earlier differences forward without amplifying them, so the
+    difference grows at most linearly in the number of releases. ``safety`` (default 64)
+    covers the few ulps per release and the log2(n) growth of blocked summation. A wrong
+    derivative or a numpy-only idiom moves the output by O(1), ten orders of magnitude
+    above this in float64. Expansive or discontinuous algorithms (thresholds, argmax) may
+    legitimately exceed it; the report then names the first release that did.
+
+    Examples
+    --------
+    >>> trajectory_tolerance("float64", 50) == 64 * 50 * 2.0**-52
+    True
+    """
+    return float(safety) * machine_epsilon(dtype) * max(1, int(releases))
+
+
+def _describe(backend: Backend) -> str:
+    device = getattr(backend, "device", None)
+    return f"{backend.name}:{device}" if device is not None else backend.name
+
+
+def _as_matrix(backend: Any, out: Any, trials: int) -> np.ndarray:
+    """An output with a leading trial axis (an array, or a tuple/dict of them) as (K, m)."""
+    if isinstance(out, Mapping):
+        parts = [out[k] for k in sorted(out)]
+    elif isinstance(out, (tuple, list)):
+        parts = list(out)
+    else:
+        parts = [out]
+    mats = [np.asarray(backend.to_numpy(p), dtype=float).reshape(trials, -1) for p in parts]
+    return np.concatenate(mats, axis=1) if mats else np.zeros((trials, 0))
+
+
+def _relative_deviation(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """(max |a - b|, max over trials of ||a_k - b_k||_inf / ||a_k||_inf).
+
+    ``a`` is the reference. A zero reference row is compared absolutely; NaN or inf in
+    the same place on both sides agree, in one place only they are an infinite deviation.
+    """
+    if a.size == 0:
+        return 0.0, 0.0
+    same_nonfinite = (~np.isfinite(a)) & (~np.isfinite(b)) & (
+        (np.isnan(a) & np.isnan(b)) | (a == b))
+    with np.errstate(invalid="ignore"):  # inf - inf, masked just below
+        diff = np.where(same_nonfinite, 0.0, np.abs(a - b))
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    scale = np.max(np.where(np.isfinite(a), np.abs(a), 0.0), axis=1)
+    scale = np.where(scale > 0, scale, 1.0)
+    rel = np.max(diff, axis=1) / scale
+    return float(np.max(diff)), float(np.max(rel))
+
+
+def _ledgers_match(la: Any, lb: Any, rtol: float) -> bool:
+    """Same releases, in order, with the same declarations (numbers up to ``rtol``)."""
+    sa, sb = la.signature(), lb.signature()
+    if len(sa) != len(sb):
+        return False
+    for ra, rb in zip(sa, sb, strict=True):
+        for x, y in zip(ra, rb, strict=True):
+            if isinstance(x, float) and isinstance(y, float):
+                if not (x == y or math.isclose(x, y, rel_tol=rtol, abs_tol=0.0)):
+                    return False
+            elif x != y:
+                return False
+    return True
+
+
+def _prepare(target: str | Target, params: Mapping[str, Any] | None, seed: int, scale: str,
+             problem: Problem | None) -> tuple[Target, dict[str, Any], Problem]:
+    t = resolve(target) if isinstance(target, str) else target
+    p = t.algorithm.params(t.variant.name, params, scale)
+    prob = problem if problem is not None else build_problem(t, p, seed)
+    return t, p, prob
+
+
+# Trajectory agreement ----------------------------------------------------------------------
+
+
+def trajectory_agreement(
+    target: str | Target,
+    params: Mapping[str, Any] | None = None,
+    *,
+    seed: int = 0,
+    trials: int = DEFAULT_TRAJECTORY_TRIALS,
+    device: str = "cpu",
+    dtype: str = "float64",
+    scale: str = "quick",
+    safety: float = DEFAULT_SAFETY,
+    problem: Problem | None = None,
+    backend: Backend | None = None,
+) -> TrajectoryAgreement:
+    """Run ``target`` on NumPy (float64) and on torch with one noise stream; compare.
+
+    Both runs use the problem built from ``seed`` and the trial stream the ``account``
+    check uses, and keep every release's answer. Release ``i`` (0-based) must agree within
+    ``trajectory_tolerance(dtype, i + 1, safety)`` and the final output within
+    ``trajectory_tolerance(dtype, len(ledger), safety)``, deviations being normwise
+    relative per trial (see :func:`trajectory_tolerance` for the rule). The ledgers must
+    declare the same releases.
+
+    Parameters
+    ----------
+    target
+        ``name:variant`` or a resolved :class:`~dpverify.registry.Target`.
+    params
+        Overrides of the algorithm's parameters.
+    seed
+        Root seed of the data and of the shared noise stream.
+    trials
+        Trials run at once on each backend.
+    device, dtype
+        Where and in what precision torch computes; NumPy is the float64 reference.
+    scale
+        ``quick`` or ``thorough`` parameter set.
+    safety
+        Ulps of difference allowed per release.
+    problem
+        A ready problem (for instance with a different loss) instead of the target's own.
+    backend
+        The backend to compare with NumPy instead of ``TorchBackend(noise="shared")``
+        (``device`` and ``dtype`` are then ignored); its noise must come from the NumPy
+        stream for a step-by-step comparison to make sense.
+
+    Examples
+    --------
+    >>> r = trajectory_agreement("noisy_gd:sound", {"T": 3, "n": 50})
+    >>> r.passed, r.releases
+    (True, 3)
+    """
+    trials = int(check_positive(trials, "trials", integer=True))
+    check_positive(safety, "safety")
+    t, p, prob = _prepare(target, params, seed, scale, problem)
+    tb = backend if backend is not None else torch_backend(device, dtype, noise="shared")
+    dtype = tb.dtype_name
+    eps_dtype = machine_epsilon(dtype)
+    stream = seed_streams(seed, 2)[1]
+    out_np, cur_np = run_target(t, p, prob, trials=trials, rng=stream, backend="numpy",
+                                keep_answers=True)
+    out_t, cur_t = run_target(t, p, prob, trials=trials, rng=stream, backend=tb,
+                              keep_answers=True)
+    ref = _as_matrix(cur_np.backend, out_np, trials)
+    got = _as_matrix(tb, out_t, trials)
+    R = len(cur_np.ledger)
+    ledger_match = _ledgers_match(cur_np.ledger, cur_t.ledger, safety * eps_dtype)
+
+    rel_devs: list[float] = []
+    tols: list[float] = []
+    first: int | None = None
+    if ledger_match:
+        for i, (ra, rb) in enumerate(zip(cur_np.ledger, cur_t.ledger, strict=True)):
+            _, rel = _relative_deviation(ra.answer, rb.answer)
+            tol_i = trajectory_tolerance(dtype, i + 1, safety)
+            rel_devs.append(rel)
+            tols.append(tol_i)
+            if first is None and not rel <= tol_i:
+                first = i
+    if ref.shape != got.shape:
+        max_abs, max_rel = math.inf, math.inf
+    else:
+        max_abs, max_rel = _relative_deviation(ref, got)
+    first_rel = cur_np.ledger.releases[first] if first is not None else None
+    return TrajectoryAgreement(
+        target=t.id, backend=_describe(tb), dtype=dtype, trials=trials, releases=R,
+        max_abs_dev=max_abs, max_rel_dev=max_rel,
+        tolerance=trajectory_tolerance(dtype, R, safety), ledger_match=ledger_match,
+        release_rel_dev=rel_devs, release_tolerance=tols, first_divergent_release=first,
+        first_divergent_name=first_rel.name if first_rel is not None else None,
+        first_divergent_step=first_rel.step if first_rel is not None else None,
+    )
+
+
+# Distributional agreement ------------------------------------------------------------------
+
+
+def distribution_agreement(
+    target: str | Target,
+    params: Mapping[str, Any] | None = None,
+    *,
+    seed: int = 0,
+    trials: int = DEFAULT_TRIALS,
+    alpha: float = DEFAULT_ALPHA,
+    device: str = "cpu",
+    dtype: str = "float64",
+    scale: str = "quick",
+    problem: Problem | None = None,
+    backend: Backend | None = None,
+) -> DistributionAgreement:
+    """Do NumPy and torch, each drawing its own noise, give one output distribution?
+
+    Each backend runs ``trials`` independent trials on the same problem from its own child
+    stream of ``seed`` (torch noise from a ``torch.Generator`` seeded from it). Each
+    output coordinate gets an exact two-sample Kolmogorov-Smirnov test (``scipy.stats.
+    ks_2samp``); Holm's step-down procedure (``statsmodels`` ``multipletests``) keeps the
+    probability of any false rejection at most ``alpha`` when the distributions agree.
+    Coordinates are marginals: a difference only in the dependence between coordinates
+    is not tested. Non-finite outputs are dropped before testing. ``backend`` replaces
+    ``TorchBackend(noise="own")`` (``device`` and ``dtype`` are then ignored).
+
+    Examples
+    --------
+    >>> r = distribution_agreement("noisy_gd:sound", {"T": 3, "n": 50}, trials=200)
+    >>> r.passed
+    True
+    """
+    from scipy.stats import ks_2samp
+    from statsmodels.stats.multitest import multipletests
+
+    trials = int(check_positive(trials, "trials", integer=True))
+    if trials < 2:
+        raise InputError(f"distributional agreement needs at least 2 trials, got {trials}")
+    alpha = check_probability(alpha, "alpha")
+    t, p, prob = _prepare(target, params, seed, scale, problem)
+    tb = backend if backend is not None else torch_backend(device, dtype, noise="own")
+    dtype = tb.dtype_name
+    # Children 2 and 3: independent of the data (child 0) and of the shared stream (child 1).
+    s_np, s_t = seed_streams(seed, 4)[2:]
+    out_np, cur_np = run_target(t, p, prob, trials=trials, rng=s_np, backend="numpy")
+    out_t, _ = run_target(t, p, prob, trials=trials, rng=s_t, backend=tb)
+    a = _as_matrix(cur_np.backend, out_np, trials)
+    b = _as_matrix(tb, out_t, trials)
+    if a.shape != b.shape:
+        raise InputError(f"{t.id}: outputs differ in shape between backends: "
+                         f"{a.shape[1:]} on numpy, {b.shape[1:]} on torch")
+    stats: list[float] = []
+    pvals: list[float] = []
+    for j in range(a.shape[1]):
+        x, y = a[:, j], b[:, j]
+        x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+        if x.size == 0 or y.size == 0:
+            # All trials non-finite on one side: agreement only if on both sides.
+            stat, pv = (0.0, 1.0) if x.size == y.size else (1.0, 0.0)
+        else:
+            res = ks_2samp(x, y)
+            stat, pv = float(res.statistic), float(res.pvalue)
+        stats.append(stat)
+        pvals.append(pv)
+    if pvals:
+        reject, adj, _, _ = multipletests(pvals, alpha=alpha, method="holm")
+        adjusted = [float(v) for v in adj]
+        rejected = [int(j) for j in np.flatnonzero(reject)]
+    else:
+        adjusted, rejected = [], []
+    return DistributionAgreement(
+        target=t.id, backend=_describe(tb), dtype=dtype, trials=trials, alpha=alpha,
+        statistics=stats, pvalues=pvals, pvalues_adjusted=adjusted, rejected=rejected,
+    )
+
+
+# The check kind ----------------------------------------------------------------------------
+
+
+@check_kind("agree")
+def agree_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
+    """NumPy and torch agree: trajectories within rounding, and (optionally) distributions.
+
+    Options: ``mode`` (``both`` default, ``trajectory``, ``distribution``), ``trials``
+    (per backend for the distributional test; ``ctx.trials`` overrides),
+    ``trajectory_trials`` (default 4), ``alpha`` (default 0.01), ``device`` (``cpu``
+    default, ``cuda``), ``dtype`` (``float64`` default, ``float32``), ``safety`` (ulps per
+    release, default 64). INCONCLUSIVE when torch or the requested device is missing.
+
+    Examples
+    --------
+    >>> spec = CheckSpec("g", "agree", "noisy_gd:sound", params={"T": 3, "n": 50},
+    ...                  options={"mode": "trajectory"})
+    >>> agree_check(spec, RunContext()).verdict
+    <Verdict.PASS: 'PASS'>
+    """
+    o = dict(spec.options)
+    known = {"mode", "trials", "trajectory_trials", "alpha", "device", "dtype", "safety"}
+    unknown = sorted(set(o) - known)
+    if unknown:
+        raise InputError(f"{spec.source or spec.id}: unknown options {unknown} for an agree "
+                         f"check; known: {sorted(known)}")
+    mode = str(o.get("mode", "both"))
+    if mode not in MODES:
+        raise InputError(f"{spec.source or spec.id}: mode must be one of {MODES}, got {mode!r}")
+    device = str(o.get("device", "cpu"))
+    dtype = str(o.get("dtype", "float64"))
+    machine_epsilon(dtype)
+    alpha = float(o.get("alpha", DEFAULT_ALPHA))
+    trials = int(ctx.trials or o.get("trials", DEFAULT_TRIALS))
+    reason = torch_status(device)
+    if reason is not None:
+        return Outcome(Verdict.INCONCLUSIVE, {"device": device, "dtype": dtype},
+                       message=f"backend agreement not run: {reason}")
+
+    metrics: dict[str, Any] = {"device": device, "dtype": dtype, "mode": mode}
+    evidence: dict[str, Any] = {}
+    parts: list[str] = []
+    failed = False
+    if mode in ("both", "trajectory"):
+        tr = trajectory_agreement(
+            spec.target, spec.params, seed=ctx.seed, scale=ctx.scale, device=device,
+            dtype=dtype, trials=int(o.get("trajectory_trials", DEFAULT_TRAJECTORY_TRIALS)),
+            safety=float(o.get("safety", DEFAULT_SAFETY)),
+        )
+        metrics.update(
+            max_abs_dev=tr.max_abs_dev, max_rel_dev=tr.max_rel_dev, tolerance=tr.tolerance,
+            releases=tr.releases, trajectory_trials=tr.trials, ledger_match=tr.ledger_match,
+            first_divergent_release=tr.first_divergent_release,
+        )
+        evidence["release_rel_dev"] = tr.release_rel_dev
+        evidence["release_tolerance"] = tr.release_tolerance
+        failed |= not tr.passed
+        parts.append(_trajectory_sentence(tr))
+    if mode in ("both", "distribution"):
+        dr = distribution_agreement(
+            spec.target, spec.params, seed=ctx.seed, scale=ctx.scale, device=device,
+            dtype=dtype, trials=trials, alpha=alpha,
+        )
+        metrics.update(
+            trials=dr.trials, alpha=dr.alpha, pvalues=dr.pvalues_adjusted,
+            min_pvalue_adjusted=dr.min_pvalue_adjusted,
+            rejected_coordinates=dr.rejected,
+        )
+        evidence["pvalues_raw"] = dr.pvalues
+        evidence["ks_statistics"] = dr.statistics
+        failed |= not dr.passed
+        parts.append(_distribution_sentence(dr))
+    verdict = Verdict.FAIL if failed else Verdict.PASS
+    return Outcome(verdict, metrics, evidence, "; ".join(parts))
+
+
+def _trajectory_sentence(tr: TrajectoryAgreement) -> str:
+    if not tr.ledger_match:
+        return (f"trajectory: the ledgers differ between numpy and {tr.backend} "
+                f"({tr.releases} releases on numpy)")
+    head = (f"trajectory ({tr.dtype}, {tr.releases} releases): max relative deviation "
+            f"{tr.max_rel_dev:.3g} {'<=' if tr.max_rel_dev <= tr.tolerance else '>'} "
+            f"tolerance {tr.tolerance:.3g}")
+    if tr.first_divergent_release is not None:
+        head += (f", first diverging at release {tr.first_divergent_release} "
+                 f"({tr.first_divergent_name!r}, step {tr.first_divergent_step})")
+    return head
+
+
+def _distribution_sentence(dr: DistributionAgreement) -> str:
+    verdict = (f"{len(dr.rejected)} of {len(dr.pvalues)} coordinates differ"
+               if dr.rejected else f"no coordinate of {len(dr.pvalues)} differs")
+    return (f"distribution ({dr.trials} trials per backend, KS + Holm at alpha={dr.alpha:g}): "
+            f"{verdict}, smallest adjusted p = {dr.min_pvalue_adjusted:.3g}")
+
+
+# Command line --------------------------------------------------------------------------------
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``dpverify agree TARGET``.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser(); configure_parser(p)
+    >>> a = p.parse_args(["noisy_gd:sound", "--param", "T=5", "--dtype", "float32"])
+    >>> a.target, a.param, a.dtype
+    ('noisy_gd:sound', ['T=5'], 'float32')
+    """
+    parser.add_argument("target", help="a registered algorithm: name or name:variant")
+    parser.add_argument("--param", action="append", default=[], metavar="K=V",
+                        help="override an algorithm parameter (repeatable)")
+    parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS,
+                        help=f"trials per backend for the distributional test "
+                             f"(default {DEFAULT_TRIALS})")
+    parser.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
+    parser.add_argument("--device", default="cpu", help="torch device: cpu or cuda")
+    parser.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                        help="torch precision; numpy is the float64 reference")
+    parser.add_argument("--mode", choices=MODES, default="both",
+                        help="trajectory (shared noise), distribution (own noise) or both")
+    parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
+                        help=f"family-wise level of the distributional test "
+                             f"(default {DEFAULT_ALPHA})")
+    parser.add_argument("--safety", type=float, default=DEFAULT_SAFETY,
+                        help=f"ulps of difference allowed per release (default "
+                             f"{DEFAULT_SAFETY:g})")
+    parser.add_argument("--scale", choices=("quick", "thorough"), default="quick",
+                        help="parameter set of the algorithm (default quick)")
+    parser.add_argument("--json", metavar="FILE", default=None,
+                        help="write the check record as JSON")
+
+
+def parse_params(items: Sequence[str]) -> dict[str, Any]:
+    """``["T=5", "loss=huber", "eta=0.5"]`` as a dict with numbers and booleans parsed.
+
+    Examples
+    --------
+    >>> parse_params(["T=5", "loss=huber", "eta=0.5", "flag=true"])
+    {'T': 5, 'loss': 'huber', 'eta': 0.5, 'flag': True}
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = str(item).partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise InputError(f"--param expects KEY=VALUE, got {item!r}")
+        out[key] = _parse_value(raw.strip())
+    return out
+
+
+def _parse_value(raw: str) -> Any:
+    low = raw.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return int(raw)
+    except ValueError:
+        pass
+    try:
+        return float(raw)
+    except ValueError:
+        pass
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run ``dpverify agree``: print the verdict; 0 on PASS, 1 otherwise.
+
+    Bad input (unknown target or parameter, a CUDA device that is not there, torch not
+    installed) raises :class:`~dpverify.errors.InputError`, which the CLI turns into 2.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser(); configure_parser(p)
+    >>> run_command(p.parse_args(["noisy_gd:sound", "--param", "T=3",
+    ...                           "--mode", "trajectory"]))  # doctest: +ELLIPSIS
+    PASS  noisy_gd:sound: trajectory (float64, 3 releases): max relative deviation ...
+    0
+    """
+    params = parse_params(args.param)
+    reason = torch_status(args.device)
+    if reason is not None:
+        raise InputError(f"dpverify agree: {reason}")
+    check_positive(args.trials, "--trials", integer=True)
+    check_positive(args.safety, "--safety")
+    check_probability(args.alpha, "--alpha")
+    spec = CheckSpec(
+        id=f"agree:{args.target}", kind="agree", target=args.target, params=params,
+        options={"mode": args.mode, "trials": args.trials, "alpha": args.alpha,
+                 "device": args.device, "dtype": args.dtype, "safety": args.safety},
+    )
+    ctx = RunContext(seed=args.seed, scale=args.scale)
+    import time
+
+    t0 = time.perf_counter()
+    outcome = agree_check(spec, ctx)
+    result = CheckResult(spec, outcome, time.perf_counter() - t0)
+    print(f"{outcome.verdict.value}  {spec.target}: {outcome.message}")
+    if args.json:
+        record = {"seed": args.seed, **result.to_dict()}
+        try:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump(jsonable(record), fh, indent=2)
+        except OSError as e:
+            raise InputError(f"cannot write {args.json!r}: {e}") from None
+    return 0 if outcome.verdict == Verdict.PASS else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Stand-alone entry point (``python -m dpverify.agreement TARGET ...``)."""
+    parser = argparse.ArgumentParser(prog="dpverify agree", description=__doc__.splitlines()[0])
+    configure_parser(parser)
+    try:
+        return run_command(parser.parse_args(argv))
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+
+
+__all__ = [
+    "DistributionAgreement", "TrajectoryAgreement", "agree_check", "configure_parser",
+    "distribution_agreement", "machine_epsilon", "parse_params", "run_command",
+    "trajectory_agreement", "trajectory_tolerance",
+]
