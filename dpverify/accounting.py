@@ -32,6 +32,15 @@ _RELATIONS = {
 
 # Dense orders make the zCDP -> (epsilon, delta) conversion tight (libraries.md, section 2).
 _DENSE_ORDERS = list(np.linspace(1.01, 10.0, 200)) + list(range(11, 200)) + [256, 512, 1024]
+
+
+def _rdp_orders(event: dpa.DpEvent) -> list[float]:
+    """Dense orders where they are cheap; dp_accounting's defaults for sampling without
+    replacement, whose RDP is computed in pure Python order by order (the default grid
+    is what dp_accounting and TF Privacy report with)."""
+    if "SampledWithoutReplacement" in repr(event) or "SampledWithReplacement" in repr(event):
+        return list(dpa.rdp.rdp_privacy_accountant.DEFAULT_RDP_ORDERS)
+    return _DENSE_ORDERS
 # Orders for bracketing a PLD calibration: RDP at any set of orders is a valid bound, and
 # integer orders have a closed form for sampled Gaussians (Mironov et al. 2019, Sec. 3.3),
 # where each fractional order costs a slowly converging series.
@@ -180,7 +189,7 @@ def epsilon_of_event(
     if accountant == "pld":
         acc = PLDAccountant(neighboring_relation=rel, value_discretization_interval=1e-4)
     elif accountant == "rdp":
-        acc = RdpAccountant(orders=_DENSE_ORDERS, neighboring_relation=rel)
+        acc = RdpAccountant(orders=_rdp_orders(event), neighboring_relation=rel)
     else:
         raise InputError(f"accountant must be 'pld' or 'rdp', got {accountant!r}")
     if not acc.supports(event):
