@@ -379,6 +379,7 @@ def calibrate_gaussian(
     3.73
     """
     steps = int(check_positive(steps, "steps", integer=True))
+    check_relation(relation)  # unsampled calibration never passes it to an accountant
     if sampling_probability is not None and not (0 < float(sampling_probability) <= 1):
         # NaN or a rate above 1 would otherwise pass as "unsampled" and 0 as a search error.
         raise InputError(f"sampling_probability must be in (0, 1], got {sampling_probability!r}")
