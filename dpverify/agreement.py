@@ -532,7 +532,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", help="a registered algorithm: name or name:variant")
     parser.add_argument("--param", action="append", default=[], metavar="K=V",
                         help="override an algorithm parameter (repeatable)")
-    parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS,
+    parser.add_argument("--trials", type=int, default=None,
                         help=f"trials per backend for the distributional test "
                              f"(default {DEFAULT_TRIALS})")
     parser.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
@@ -549,7 +549,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                              f"{DEFAULT_SAFETY:g})")
     parser.add_argument("--scale", choices=("quick", "thorough"), default="quick",
                         help="parameter set of the algorithm (default quick)")
-    parser.add_argument("--json", metavar="FILE", default=None,
+    # dest json_path: the name the dpverify CLI's shared options use for --json.
+    parser.add_argument("--json", dest="json_path", metavar="FILE", default=None,
                         help="write the check record as JSON")
 
 
@@ -607,12 +608,13 @@ def run_command(args: argparse.Namespace) -> int:
     reason = torch_status(args.device)
     if reason is not None:
         raise InputError(f"dpverify agree: {reason}")
-    check_positive(args.trials, "--trials", integer=True)
+    trials = DEFAULT_TRIALS if args.trials is None else args.trials
+    check_positive(trials, "--trials", integer=True)
     check_positive(args.safety, "--safety")
     check_probability(args.alpha, "--alpha")
     spec = CheckSpec(
         id=f"agree:{args.target}", kind="agree", target=args.target, params=params,
-        options={"mode": args.mode, "trials": args.trials, "alpha": args.alpha,
+        options={"mode": args.mode, "trials": trials, "alpha": args.alpha,
                  "device": args.device, "dtype": args.dtype, "safety": args.safety},
     )
     ctx = RunContext(seed=args.seed, scale=args.scale)
@@ -622,13 +624,14 @@ def run_command(args: argparse.Namespace) -> int:
     outcome = agree_check(spec, ctx)
     result = CheckResult(spec, outcome, time.perf_counter() - t0)
     print(f"{outcome.verdict.value}  {spec.target}: {outcome.message}")
-    if args.json:
+    json_path = getattr(args, "json_path", None)
+    if json_path:
         record = {"seed": args.seed, **result.to_dict()}
         try:
-            with open(args.json, "w", encoding="utf-8") as fh:
+            with open(json_path, "w", encoding="utf-8") as fh:
                 json.dump(jsonable(record), fh, indent=2)
         except OSError as e:
-            raise InputError(f"cannot write {args.json!r}: {e}") from None
+            raise InputError(f"cannot write {json_path!r}: {e}") from None
     return 0 if outcome.verdict == Verdict.PASS else 1
 
 

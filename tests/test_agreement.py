@@ -231,6 +231,19 @@ def test_cli_pass_writes_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert rec["metrics"]["trials"] == 100 and rec["params"] == {"T": 3, "n": 60}
 
 
+def test_dpverify_agree_subcommand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from dpverify.cli import main
+
+    out = tmp_path / "a.json"
+    assert main(["agree", "noisy_gd:sound", "--param", "T=3", "--param", "n=60",
+                 "--trials", "50", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["metrics"]["trials"] == 50
+    assert main(["agree", "noisy_gd:sound", "--param", "T=3", "--mode", "trajectory",
+                 "--dtype", "float32", "--safety", "1e-3"]) == 1
+    assert main(["agree", "no_such_algorithm"]) == 2
+    assert "no_such_algorithm" in capsys.readouterr().out
+
+
 def test_cli_fail_exits_one() -> None:
     # A tolerance below float32 rounding: the comparison must report the deviation.
     assert run_command(_args("noisy_gd:sound", "--param", "T=3", "--mode", "trajectory",
