@@ -48,7 +48,18 @@ class Backend:
     # derivatives ------------------------------------------------------------
     def glm_coefficients(self, loss: GLMLossLike, Z: Any, y: Any) -> Any:
         """d loss / d z at every margin ``Z`` (trials, n): per-sample grads are coef * x."""
-        raise NotImplementedError
+        raise NotImplementedError(f"backend {self.name!r} has no GLM derivatives")
+
+    def per_sample_grads(self, fn: Any, theta: Any, X: Any, y: Any) -> Any:
+        """Per-sample gradients of a general loss; they need autograd (the torch backend).
+
+        Algorithms with closed-form gradients write them in the Array API instead, or use
+        :meth:`glm_coefficients` for generalized linear models.
+        """
+        raise NotImplementedError(
+            f"general per-sample gradients need autograd; backend {self.name!r} has none: "
+            "use the torch backend, or glm_coefficients for GLMs"
+        )
 
 
 class NumpyBackend(Backend):
