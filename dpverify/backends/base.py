@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 from typing import Any, Protocol
 
 import array_api_compat.numpy as np_xp
@@ -18,7 +19,7 @@ class GLMLossLike(Protocol):
     def dvalue(self, z: Any, y: Any, xp: Any) -> Any: ...
 
 
-class Backend:
+class Backend(abc.ABC):
     """Base class: how arrays are made, noise is drawn and gradients are computed."""
 
     name = "base"
@@ -30,11 +31,13 @@ class Backend:
         self.dtype_name = dtype
 
     # arrays -----------------------------------------------------------------
+    @abc.abstractmethod
     def asarray(self, a: Any) -> Any:
-        raise NotImplementedError
+        """``a`` as this backend's array, in its dtype (and device)."""
 
+    @abc.abstractmethod
     def to_numpy(self, a: Any) -> np.ndarray:
-        raise NotImplementedError
+        """A NumPy copy (or view) of a backend array."""
 
     # randomness -------------------------------------------------------------
     def normal(self, rng: np.random.Generator, shape: tuple[int, ...]) -> Any:
@@ -46,9 +49,9 @@ class Backend:
         return self.asarray(rng.laplace(0.0, 1.0, shape))
 
     # derivatives ------------------------------------------------------------
+    @abc.abstractmethod
     def glm_coefficients(self, loss: GLMLossLike, Z: Any, y: Any) -> Any:
         """d loss / d z at every margin ``Z`` (trials, n): per-sample grads are coef * x."""
-        raise NotImplementedError(f"backend {self.name!r} has no GLM derivatives")
 
     def per_sample_grads(self, fn: Any, theta: Any, X: Any, y: Any) -> Any:
         """Per-sample gradients of a general loss; they need autograd (the torch backend).
@@ -56,7 +59,7 @@ class Backend:
         Algorithms with closed-form gradients write them in the Array API instead, or use
         :meth:`glm_coefficients` for generalized linear models.
         """
-        raise NotImplementedError(
+        raise InputError(
             f"general per-sample gradients need autograd; backend {self.name!r} has none: "
             "use the torch backend, or glm_coefficients for GLMs"
         )
