@@ -264,6 +264,7 @@ def random_pair(
     D: Dataset, rng: np.random.Generator, relation: str = "add_remove"
 ) -> NeighbourPair:
     """A random record of the data removed, or replaced by a random point of the ball."""
+    check_relation(relation)  # anything but replace_one would silently become add_remove
     i = int(rng.integers(D.n))
     if relation == "replace_one":
         x = rng.standard_normal(D.d)
