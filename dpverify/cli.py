@@ -138,7 +138,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table(title="Registered algorithms")
-    for col in ("target", "kind", "claim", "utility", "description"):
+    # Targets are what users copy into other commands: never fold one over two lines.
+    table.add_column("target", no_wrap=True)
+    for col in ("kind", "claim", "utility", "description"):
         table.add_column(col, overflow="fold")
     for r in rows:
         c = r["claim"]
