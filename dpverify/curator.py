@@ -328,6 +328,45 @@ class Curator:
             out.append(Batch("shuffle", w, idx.shape[1] / self.n, int(idx.shape[1]), epoch))
         return out
 
+    def subset(self, positions: Any) -> Batch:
+        """A data-independent batch: the record slots ``positions``, in every trial.
+
+        For algorithms that walk through the records in a public order (one pass over a
+        stream, the leaves of a tree aggregation): nothing is sampled, so nothing is
+        amplified, and like an epoch's partition the ledger charges a release on this batch
+        only to the records it touches. ``positions`` is one list of slots shared by all
+        trials, or one row of slots per trial (shape (trials, size)).
+
+        Examples
+        --------
+        >>> from dpverify.data import Dataset
+        >>> cur = Curator(Dataset(np.ones((5, 1)), np.zeros(5)), trials=2)
+        >>> b = cur.subset([0, 3])
+        >>> b.scheme, b.size, b.weights.tolist()
+        ('shuffle', 2, [[1.0, 0.0, 0.0, 1.0, 0.0], [1.0, 0.0, 0.0, 1.0, 0.0]])
+        >>> _ = cur.gaussian("s", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=1.0,
+        ...                  batch=b)
+        >>> cur.ledger.releases[0].touched[0].tolist()
+        [True, False, False, True, False]
+        """
+        K, N = self.trials, self._slots
+        pos = np.asarray(positions)
+        if pos.ndim == 1:
+            pos = np.broadcast_to(pos, (K, pos.shape[0]))
+        if (pos.ndim != 2 or pos.shape[0] != K or pos.shape[1] == 0
+                or not np.issubdtype(pos.dtype, np.integer)):
+            raise InputError(f"subset positions must be a non-empty list of slots or a "
+                             f"({K}, size) array of slots, got shape {pos.shape}")
+        if pos.min() < 0 or pos.max() >= N:
+            raise InputError(f"subset positions must lie in [0, {N}), got "
+                             f"[{int(pos.min())}, {int(pos.max())}]")
+        if np.any(np.diff(np.sort(pos, axis=1), axis=1) == 0):
+            raise InputError("subset positions repeat a slot")
+        w = np.zeros((K, N))
+        np.put_along_axis(w, pos, 1.0, axis=1)
+        size = int(pos.shape[1])
+        return Batch("shuffle", w, size / self.n, size)
+
     # releases ---------------------------------------------------------------------
     def gaussian(
         self,
