@@ -1,0 +1,291 @@
+"""The command line: run, list, account, and bad input (exit 2, nothing written)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dpverify.cli import main, parse_params
+from dpverify.errors import InputError
+from dpverify.registry import get_algorithm
+from dpverify.suites import load_suite
+
+SMOKE = Path(__file__).resolve().parents[1] / "suites" / "smoke.toml"
+BASELINE_TARGETS = [f"{a}:{v}" for a in ("noisy_gd", "dp_sgd") for v in get_algorithm(a).variants]
+
+QUICK = """
+[suite]
+name = "quick"
+
+[[check]]
+id = "gd.sound"
+kind = "account"
+target = "noisy_gd:sound"
+[check.params]
+T = 3
+n = 40
+"""
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """``dpverify run suites/smoke.toml`` once, in-process: (exit code, report dir, --json)."""
+    root = tmp_path_factory.mktemp("smoke")
+    rc = main(["run", str(SMOKE), "--report-dir", str(root / "report"), "--quiet",
+               "--json", str(root / "copy.json")])
+    return rc, root / "report", root / "copy.json"
+
+
+def test_run_smoke_exits_zero_and_writes_both_reports(smoke):
+    rc, report_dir, _ = smoke
+    assert rc == 0
+    assert sorted(p.name for p in report_dir.iterdir()) == ["report.json", "report.md"]
+
+
+def test_report_json_schema(smoke):
+    _, report_dir, copy = smoke
+    rep = json.loads((report_dir / "report.json").read_text())
+    assert rep["schema_version"] == "1.0"
+    assert rep["seed"] == 0 and rep["scale"] == "quick"
+    for pkg in ("python", "dpverify", "numpy", "scipy", "dp-accounting"):
+        assert isinstance(rep["packages"][pkg], str)
+    specs = load_suite(SMOKE).checks
+    assert rep["suites"] == [{"name": "smoke", "path": str(SMOKE), "checks": len(specs),
+                              "seed": 0}]
+    assert rep["summary"]["checks"] == rep["summary"]["met"] == len(rep["checks"])
+    assert [c["id"] for c in rep["checks"]] == [s.id for s in specs]
+    for c, spec in zip(rep["checks"], specs, strict=True):
+        assert {"id", "kind", "target", "expected", "verdict", "met", "metrics"} <= set(c)
+        assert (c["kind"], c["target"], c["expected"]) == (spec.kind, spec.target,
+                                                            spec.expected.value)
+        assert c["met"] is True and c["verdict"] == c["expected"]
+        if c["kind"] in ("account", "audit"):
+            m = c["metrics"]
+            assert isinstance(m["epsilon_accountant"], float)
+            assert isinstance(m["epsilon_claimed"], float)
+    # --json writes the same report.
+    assert json.loads(copy.read_text())["checks"] == rep["checks"]
+
+
+def test_the_planted_half_counting_accountant_is_caught(smoke):
+    _, report_dir, _ = smoke
+    checks = {c["id"]: c for c in json.loads((report_dir / "report.json").read_text())["checks"]}
+    for cid in ("noisy_gd.planted_half_steps.account", "dp_sgd.planted_half_steps.account",
+                "dp_sgd.planted_shuffle_as_poisson.account"):
+        c = checks[cid]
+        assert (c["expected"], c["verdict"], c["met"]) == ("FAIL", "FAIL", True)
+        assert c["metrics"]["epsilon_accountant"] > 1.1 * c["metrics"]["epsilon_claimed"]
+    for cid in ("noisy_gd.sound.account", "noisy_gd.sound.account.replace_one",
+                "dp_sgd.sound.account"):
+        m = checks[cid]["metrics"]
+        assert checks[cid]["verdict"] == "PASS"
+        assert m["epsilon_claimed"] - 1e-3 <= m["epsilon_accountant"] <= m["epsilon_claimed"]
+    assert checks["noisy_gd.sound.account.replace_one"]["metrics"]["relation"] == "replace_one"
+
+
+def test_report_md_lists_every_check(smoke):
+    _, report_dir, _ = smoke
+    md = (report_dir / "report.md").read_text()
+    assert md.startswith("# dpverify report")
+    assert "not a proof of privacy" in md
+    for cid in ("noisy_gd.sound.account", "dp_sgd.planted_shuffle_as_poisson.account"):
+        assert f"| {cid} |" in md
+
+
+def test_run_exits_one_when_an_expectation_is_not_met(write_suite, tmp_path, capsys):
+    path = write_suite(QUICK.replace('target = "noisy_gd:sound"',
+                                     'target = "noisy_gd:planted_half_steps"'))
+    assert main(["run", str(path), "--report-dir", str(tmp_path / "r"), "--quiet"]) == 1
+    rep = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert rep["checks"][0]["verdict"] == "FAIL" and rep["checks"][0]["met"] is False
+
+
+def test_run_seed_option_reaches_the_checks_and_the_report(write_suite, tmp_path):
+    path = write_suite(QUICK.replace('name = "quick"', 'name = "quick"\nseed = 7'))
+    assert main(["run", str(path), "--report-dir", str(tmp_path / "a"), "--quiet"]) == 0
+    assert json.loads((tmp_path / "a" / "report.json").read_text())["suites"][0]["seed"] == 7
+    assert main(["run", str(path), "--report-dir", str(tmp_path / "b"), "--quiet",
+                 "--seed", "3"]) == 0
+    rep = json.loads((tmp_path / "b" / "report.json").read_text())
+    assert rep["seed"] == 3 and rep["suites"][0]["seed"] == 3
+
+
+# ---------------------------------------------------------------------------------------
+# Bad input: exit 2, a message naming the value (and file:line), nothing written
+
+BAD_SUITES = {
+    "epsilon_inf": ('[check.params]\nepsilon = inf', r"^epsilon", "inf"),
+    "epsilon_nan": ('[check.params]\nepsilon = nan', r"^epsilon", "nan"),
+    "delta_1.5": ('[check.params]\ndelta = 1.5', r"^delta", "1.5"),
+    "delta_0": ('[check.params]\ndelta = 0', r"^delta", "got 0"),
+    "unknown_parameter": ('[check.params]\nwarp = 2', r"^warp", "'warp'"),
+}
+
+
+def _bad_suite(case: str) -> str:
+    if case in BAD_SUITES:
+        return QUICK.replace("[check.params]", BAD_SUITES[case][0])
+    return {
+        "unknown_algorithm": QUICK.replace('"noisy_gd:sound"', '"noisy_sgd:sound"'),
+        "unknown_variant": QUICK.replace('"noisy_gd:sound"', '"noisy_gd:robust"'),
+        "unknown_kind": QUICK.replace('kind = "account"', 'kind = "acount"'),
+        "invalid_toml": QUICK.replace('id = "gd.sound"', 'id = gd.sound"'),
+    }[case]
+
+
+WORDS = {
+    "unknown_algorithm": (r"^target", "unknown algorithm 'noisy_sgd'"),
+    "unknown_variant": (r"^target", "unknown variant 'robust'"),
+    "unknown_kind": (r"^kind", "unknown check kind 'acount'"),
+    "invalid_toml": (None, "invalid TOML"),
+    **{k: (v[1], v[2]) for k, v in BAD_SUITES.items()},
+}
+
+
+def _line(path: Path, pattern: str) -> int:
+    return next(i for i, ln in enumerate(path.read_text().splitlines(), 1)
+                if re.search(pattern, ln))
+
+
+@pytest.mark.parametrize("case", sorted(WORDS))
+def test_run_bad_suite_exits_two_and_writes_nothing(write_suite, tmp_path, capsys, case):
+    path = write_suite(_bad_suite(case))
+    report_dir = tmp_path / "report"
+    assert main(["run", str(path), "--report-dir", str(report_dir)]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("dpverify: error: ")
+    line_pattern, word = WORDS[case]
+    assert word in out
+    if line_pattern is not None:
+        assert f"{path}:{_line(path, line_pattern)}: " in out
+    else:
+        assert str(path) in out and "line" in out
+    assert not report_dir.exists()
+
+
+def test_a_bad_suite_among_good_ones_leaves_an_old_report_unchanged(write_suite, tmp_path,
+                                                                     capsys):
+    good = write_suite(QUICK, "good.toml")
+    bad = write_suite(_bad_suite("epsilon_nan"), "bad.toml")
+    report_dir = tmp_path / "report"
+    report_dir.mkdir()
+    (report_dir / "report.json").write_text("old")
+    assert main(["run", str(good), str(bad), "--report-dir", str(report_dir)]) == 2
+    assert "bad.toml" in capsys.readouterr().out
+    assert [p.name for p in report_dir.iterdir()] == ["report.json"]
+    assert (report_dir / "report.json").read_text() == "old"
+
+
+def test_run_missing_suite_file(tmp_path, capsys):
+    assert main(["run", str(tmp_path / "nowhere.toml"), "--report-dir", str(tmp_path / "r")]) == 2
+    assert "nowhere.toml" in capsys.readouterr().out
+    assert not (tmp_path / "r").exists()
+
+
+def test_run_bad_trials(write_suite, tmp_path, capsys):
+    path = write_suite(QUICK)
+    assert main(["run", str(path), "--trials", "0", "--report-dir", str(tmp_path / "r")]) == 2
+    assert "--trials" in capsys.readouterr().out
+    assert not (tmp_path / "r").exists()
+
+
+def test_bad_usage_is_exit_two(capsys):
+    assert main(["frobnicate"]) == 2
+    assert main(["run"]) == 2
+    assert main(["account", "noisy_gd:sound", "--delta", "abc"]) == 2
+
+
+# ---------------------------------------------------------------------------------------
+# list and account
+
+
+def test_list_shows_every_baseline_variant_with_its_claim(capsys, tmp_path):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for target in BASELINE_TARGETS:
+        assert target in out
+    assert "(1.0, 1e-05)-DP add_remove" in out
+    assert "(1.0, 1e-05)-DP replace_one" in out  # planted_replace_sensitivity_L
+    path = tmp_path / "list.json"
+    assert main(["list", "--json", str(path)]) == 0
+    rows = {r["target"]: r for r in json.loads(path.read_text())}
+    assert set(BASELINE_TARGETS) <= set(rows)
+    sound = rows["noisy_gd:sound"]
+    assert sound["kind"] == "sound"
+    assert sound["claim"] == {"epsilon": 1.0, "delta": 1e-5, "rho": None,
+                              "relation": "add_remove"}
+    assert sound["utility"]["exponents"] == {"n": -2.0, "d": 1.0, "epsilon": -2.0}
+    half = rows["dp_sgd:planted_half_steps"]
+    assert half["kind"] == "planted" and half["findings"]
+    assert rows["noisy_gd:planted_replace_sensitivity_L"]["params"] == {"relation": "replace_one"}
+
+
+def test_account_sound_passes_and_planted_fails(capsys):
+    assert main(["account", "noisy_gd:sound"]) == 0
+    out = capsys.readouterr().out
+    assert "noisy_gd:sound: 50 releases" in out
+    eps = {m[0]: float(m[1]) for m in re.findall(r"epsilon \((PLD|RDP)\): (\S+)", out)}
+    assert eps["PLD"] == pytest.approx(1.0, abs=1e-3) and eps["RDP"] > eps["PLD"]
+    assert "PASS" in out
+    assert main(["account", "noisy_gd:planted_half_steps"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out
+    assert float(re.search(r"epsilon \(PLD\): (\S+)", out).group(1)) > 1.1
+
+
+def test_account_json(tmp_path):
+    path = tmp_path / "acc.json"
+    assert main(["account", "noisy_gd:sound", "--param", "T=4", "--param", "n=50",
+                 "--delta", "1e-6", "--json", str(path)]) == 0
+    rep = json.loads(path.read_text())
+    assert rep["target"] == "noisy_gd:sound" and rep["releases"] == 4
+    assert rep["delta"] == 1e-6 and rep["epsilon_claimed"] == "inf"  # the claim is at 1e-5
+    assert rep["by_accountant"]["pld"] > 1.0
+    assert rep["gradient_evaluations"] == 4 * 50
+
+
+@pytest.mark.parametrize("argv, word", [
+    (["account", "noisy_gd:sound", "--delta", "1.5"], "delta must be a number in (0, 1)"),
+    (["account", "noisy_gd:sound", "--delta", "0"], "delta must be a number in (0, 1)"),
+    (["account", "noisy_gd:robust"], "unknown variant 'robust'"),
+    (["account", "noisy_sgd"], "unknown algorithm 'noisy_sgd'"),
+    (["account", "noisy_gd:sound", "--param", "epsilon=inf"], "epsilon must be a finite"),
+    (["account", "noisy_gd:sound", "--param", "epsilon=nan"], "epsilon must be a finite"),
+    (["account", "noisy_gd:sound", "--param", "warp=1"], "unknown parameter 'warp'"),
+    (["account", "noisy_gd:sound", "--param", "T"], "--param expects key=value"),
+])
+def test_account_bad_input_exits_two(capsys, tmp_path, argv, word):
+    path = tmp_path / "out.json"
+    assert main([*argv, "--json", str(path)]) == 2
+    assert word in capsys.readouterr().out
+    assert not path.exists()
+
+
+def test_parse_params():
+    assert parse_params(["T=10", "eta=0.5", "loss=huber", "flag=true", "eps=inf"]) == {
+        "T": 10, "eta": 0.5, "loss": "huber", "flag": True, "eps": math.inf}
+    with pytest.raises(InputError, match="key=value"):
+        parse_params(["=3"])
+
+
+def test_console_script(tmp_path):
+    """The installed ``dpverify`` command, end to end in a fresh process."""
+    exe = shutil.which("dpverify")
+    assert exe is not None, "the dpverify console script is not installed"
+    path = tmp_path / "acc.json"
+    res = subprocess.run([exe, "account", "noisy_gd:sound", "--param", "T=3", "--param",
+                          "n=40", "--json", str(path)], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "epsilon (PLD)" in res.stdout
+    assert json.loads(path.read_text())["releases"] == 3
+    bad = subprocess.run([exe, "account", "noisy_gd:sound", "--delta", "2"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2
+    assert "dpverify: error: delta must be a number in (0, 1), got 2.0" in bad.stderr

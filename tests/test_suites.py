@@ -1,0 +1,362 @@
+"""Suite files: loading, validation with located errors, running, and the pytest plugin."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dpverify.checks import CheckSpec, RunContext
+from dpverify.claims import Verdict
+from dpverify.errors import InputError
+from dpverify.registry import all_algorithms
+from dpverify.suites import discover, load_suite, run_suites, scaled
+
+GOOD = """
+[suite]
+name = "tiny"
+seed = 11
+description = "two quick checks"
+
+[[check]]
+id = "gd.sound"
+kind = "account"
+target = "noisy_gd:sound"
+expected = "pass"
+[check.params]
+T = 3
+n = 40
+[check.options]
+rtol = 0.01
+[check.thorough]
+rtol = 0.001
+
+[[check]]
+id = "gd.half"
+kind = "account"
+target = "noisy_gd:planted_half_steps"
+expected = "FAIL"
+[check.params]
+T = 4
+n = 40
+"""
+
+
+def _line(path: Path, pattern: str) -> int:
+    """1-based number of the first line of ``path`` matching ``pattern``."""
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if re.search(pattern, line):
+            return i
+    raise AssertionError(f"{pattern!r} not in {path}")
+
+
+def test_load_a_valid_suite(write_suite):
+    path = write_suite(GOOD)
+    suite = load_suite(path)
+    assert (suite.name, suite.seed, suite.description) == ("tiny", 11, "two quick checks")
+    a, b = suite.checks
+    assert (a.id, a.kind, a.target, a.expected) == ("gd.sound", "account", "noisy_gd:sound",
+                                                    Verdict.PASS)
+    assert dict(a.params) == {"T": 3, "n": 40}
+    assert a.source == f"{path}:{_line(path, 'id = .gd.sound')}"
+    assert b.expected is Verdict.FAIL
+    assert scaled(a, "quick").options == {"rtol": 0.01}
+    assert scaled(a, "thorough").options == {"rtol": 0.001}
+
+
+def test_the_shipped_suites_load():
+    root = Path(__file__).resolve().parents[1] / "suites"
+    smoke = load_suite(root / "smoke.toml")
+    assert len(smoke.checks) >= 3
+    assert {c.expected for c in smoke.checks} == {Verdict.PASS, Verdict.FAIL}
+
+
+# Each bad suite: (TOML text, a regex of the line the error must name, words it must contain)
+BAD = {
+    "epsilon_inf": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.params]
+        epsilon = inf
+        """, r"^epsilon", ["epsilon", "inf"]),
+    "epsilon_nan": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.params]
+        epsilon = nan
+        """, r"^epsilon", ["epsilon", "nan"]),
+    "epsilon_negative": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.params]
+        epsilon = -1.0
+        """, r"^epsilon", ["epsilon", "-1.0"]),
+    "delta_above_one": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.params]
+        T = 3
+        delta = 1.5
+        """, r"^delta", ["delta", "1.5", "(0, 1)"]),
+    "delta_zero": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.params]
+        delta = 0
+        """, r"^delta", ["delta", "got 0"]),
+    "delta_in_options": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.options]
+        delta = 2.0
+        """, r"^delta", ["delta", "2.0"]),
+    "epsilon_in_thorough": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.thorough]
+        epsilon = inf
+        """, r"^epsilon", ["epsilon", "inf"]),
+    "unknown_algorithm": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "nope"
+        """, r"^target", ["unknown algorithm", "'nope'"]),
+    "unknown_algorithm_with_variant": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "nope:sound"
+        """, r"^target", ["unknown algorithm", "'nope'"]),
+    "unknown_variant": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:nope"
+        """, r"^target", ["unknown variant", "'nope'", "sound"]),
+    "unknown_kind": ("""
+        [[check]]
+        id = "a"
+        kind = "telepathy"
+        target = "noisy_gd:sound"
+        """, r"^kind", ["unknown check kind", "'telepathy'", "account"]),
+    "unknown_parameter": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.params]
+        T = 3
+        warp = 9
+        """, r"^warp", ["unknown parameter", "'warp'"]),
+    "unknown_check_key": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        tagret = "x"
+        """, r"^tagret", ["unknown key", "'tagret'"]),
+    "bad_expected": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        expected = "MAYBE"
+        """, r"^expected", ["MAYBE"]),
+    "missing_target": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        """, r"^\[\[check", ["target"]),
+    "duplicate_id": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        """, None, ["duplicate check id", "'a'"]),
+    "no_checks": ("""
+        [suite]
+        name = "empty"
+        """, None, ["at least one [[check]]"]),
+    "unknown_top_level": ("""
+        [suit]
+        name = "typo"
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        """, r"^\[suit\]", ["unknown top-level key", "'suit'"]),
+    "check_not_a_table": ("""
+        check = [1, 2]
+        """, None, ["check"]),
+    "seed_not_int": ("""
+        [suite]
+        seed = "zero"
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        """, r"^seed", ["seed", "'zero'"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_suites_are_input_errors_naming_file_line_and_value(write_suite, case):
+    text, line_pattern, words = BAD[case]
+    path = write_suite(text)
+    with pytest.raises(InputError) as info:
+        load_suite(path)
+    msg = str(info.value)
+    m = re.match(rf"{re.escape(str(path))}:(\d+): ", msg)
+    assert m, f"error does not start with file:line: {msg}"
+    if line_pattern is not None:
+        assert int(m.group(1)) == _line(path, line_pattern), msg
+    for w in words:
+        assert w in msg, f"{w!r} not in {msg!r}"
+
+
+def test_duplicate_id_names_the_second_entry(write_suite):
+    path = write_suite(BAD["duplicate_id"][0])
+    with pytest.raises(InputError, match=rf"{re.escape(str(path))}:6: "):
+        load_suite(path)
+
+
+def test_invalid_toml_names_file_and_line(write_suite):
+    path = write_suite("""
+        [[check]]
+        id = "a"
+        kind = = "account"
+        """)
+    with pytest.raises(InputError, match=rf"^{re.escape(str(path))}: invalid TOML: .*line 3"):
+        load_suite(path)
+
+
+def test_missing_suite_file(tmp_path):
+    with pytest.raises(InputError, match="no suite file .*absent.toml"):
+        load_suite(tmp_path / "absent.toml")
+    with pytest.raises(InputError, match="no suite file or folder .*absent"):
+        discover([tmp_path / "absent"])
+
+
+def test_a_user_callable_target_is_imported_at_load_time(write_suite):
+    ok = write_suite("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "math:sqrt"
+        """, "ok.toml")
+    assert load_suite(ok).checks[0].target == "math:sqrt"
+    bad = write_suite("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "math:no_such_function"
+        """, "bad.toml")
+    with pytest.raises(InputError, match="no_such_function"):
+        load_suite(bad)
+
+
+def test_discover_finds_suites_in_folders(tmp_path):
+    (tmp_path / "sub").mkdir()
+    for p in (tmp_path / "a.toml", tmp_path / "sub" / "b.toml"):
+        p.write_text(textwrap.dedent(GOOD))
+    assert discover([tmp_path]) == [tmp_path / "a.toml", tmp_path / "sub" / "b.toml"]
+    assert discover([tmp_path / "a.toml"]) == [tmp_path / "a.toml"]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="no suite files found"):
+        discover([tmp_path / "empty"])
+
+
+def test_run_suites_meets_expectations_and_filters(write_suite):
+    suite = load_suite(write_suite(GOOD))
+    seen = []
+    run = run_suites([suite], RunContext(seed=0), on_result=seen.append)
+    assert [r.spec.id for r in run.results] == ["gd.sound", "gd.half"]
+    assert [r.outcome.verdict for r in run.results] == [Verdict.PASS, Verdict.FAIL]
+    assert run.all_met and len(seen) == 2
+    only = run_suites([suite], RunContext(seed=0), only="half")
+    assert [r.spec.id for r in only.results] == ["gd.half"]
+
+
+def test_a_check_not_meeting_its_expectation_is_reported(write_suite):
+    suite = load_suite(write_suite(GOOD.replace('expected = "FAIL"', 'expected = "PASS"')))
+    run = run_suites([suite], RunContext(seed=0))
+    assert not run.all_met
+    assert [r.met for r in run.results] == [True, False]
+
+
+def test_every_registered_target_resolves_with_its_defaults():
+    for algo in all_algorithms():
+        for v in algo.variants:
+            spec = CheckSpec(f"{algo.name}.{v}", "account", f"{algo.name}:{v}")
+            assert spec.target.split(":")[1] in algo.variants
+
+
+def _pytest(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+                          cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def test_pytest_collects_suite_files(write_suite, tmp_path):
+    """``pytest`` runs one item per check of a suite file: a met expectation passes, an unmet
+    one fails with the verdict in its message, and a bad suite is a collection error naming
+    its file and line."""
+    write_suite("""
+        [[check]]
+        id = "met"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.params]
+        T = 2
+        n = 30
+
+        [[check]]
+        id = "unmet"
+        kind = "account"
+        target = "noisy_gd:planted_half_steps"
+        expected = "PASS"
+        [check.params]
+        T = 2
+        n = 30
+        """, "good.toml")
+    write_suite("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.params]
+        epsilon = nan
+        """, "bad.toml")
+    (tmp_path / "notes.toml").write_text('title = "not a suite"\n')
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA",
+         "--continue-on-collection-errors", "."],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    out = res.stdout + res.stderr
+    assert res.returncode == 1, out
+    assert "1 failed, 1 passed, 1 error" in out, out
+    assert "PASSED good.toml::met" in out and "FAILED good.toml::unmet" in out
+    assert "unmet: verdict FAIL, expected PASS" in out
+    assert "bad.toml:6" in out and "epsilon" in out
