@@ -34,14 +34,15 @@ from typing import Any
 import tomllib
 
 from dpverify.checks import CheckResult, CheckSpec, RunContext, available_check_kinds, run_check
-from dpverify.claims import Verdict
-from dpverify.errors import InputError, check_delta, check_epsilon
+from dpverify.claims import Verdict, check_relation
+from dpverify.errors import InputError, check_delta, check_epsilon, check_positive
 
 _CHECK_KEYS = {"id", "kind", "target", "expected", "params", "options", "thorough",
                "description"}
 # Keys whose values are privacy parameters wherever they appear.
 _EPSILON_KEYS = {"epsilon", "target_epsilon"}
 _DELTA_KEYS = {"delta", "target_delta"}
+_RHO_KEYS = {"rho", "target_rho"}
 
 
 @dataclass
@@ -92,17 +93,19 @@ def _fail(path: Path, text: str, idx: int | None, key: str | None, msg: str) -> 
 
 
 def _check_privacy_values(table: dict[str, Any], where: Callable[[str], str]) -> None:
+    checkers: tuple[tuple[set[str], Callable[[Any, str], Any]], ...] = (
+        (_EPSILON_KEYS, check_epsilon),
+        (_DELTA_KEYS, check_delta),
+        (_RHO_KEYS, lambda v, k: check_positive(v, k)),
+        ({"relation"}, lambda v, k: check_relation(v)),
+    )
     for k, v in table.items():
-        if k in _EPSILON_KEYS:
-            try:
-                check_epsilon(v, k)
-            except InputError as e:
-                raise InputError(f"{where(k)}: {e}") from None
-        if k in _DELTA_KEYS:
-            try:
-                check_delta(v, k)
-            except InputError as e:
-                raise InputError(f"{where(k)}: {e}") from None
+        for keys, check in checkers:
+            if k in keys:
+                try:
+                    check(v, k)
+                except InputError as e:
+                    raise InputError(f"{where(k)}: {e}") from None
         if isinstance(v, float) and not math.isfinite(v):
             raise InputError(f"{where(k)}: {k} must be finite, got {v!r}")
 
