@@ -134,6 +134,22 @@ BAD = {
         [check.thorough]
         epsilon = inf
         """, r"^epsilon", ["epsilon", "inf"]),
+    "rho_negative": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.options]
+        rho = -0.5
+        """, r"^rho", ["rho", "-0.5"]),
+    "relation_unknown": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.params]
+        relation = "swap_one"
+        """, r"^relation", ["relation", "'swap_one'"]),
     "unknown_algorithm": ("""
         [[check]]
         id = "a"
