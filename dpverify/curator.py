@@ -298,9 +298,9 @@ class Curator:
                 np.put_along_axis(w, idx, 1.0, axis=1)
             else:
                 idx = self.rng.integers(0, N, size=(K, size))
-                w = np.zeros((K, N))
-                for k in range(K):  # bincount is per row; K small relative to work per row
-                    w[k] = np.bincount(idx[k], minlength=N)
+                # One bincount for all trials, each trial's draws offset into its own row.
+                rows = (idx + N * np.arange(K)[:, None]).ravel()
+                w = np.bincount(rows, minlength=K * N).reshape(K, N).astype(float)
             return Batch(scheme, w, size / self.n, int(size))
         if scheme == "full":
             return self.full_batch()
