@@ -169,6 +169,8 @@ class AccountingResult:
 
 
 def _jsonable(x: float) -> float | str:
+    if math.isnan(x):  # an accountant that does not support the events
+        return "nan"
     return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
 
 
