@@ -137,6 +137,7 @@ def test_sampled_replace_one_uses_the_half_distance_convention_of_pld():
         dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(s / C)), 5), 1e-5, REPLACE_ONE)
     assert res.epsilon == pytest.approx(direct, rel=1e-9)
     assert math.isnan(res.by_accountant["rdp"])  # dp_accounting's RDP has no such event
+    assert res.to_dict()["by_accountant"]["rdp"] == "nan"  # not a number, not "-inf"
 
 
 # ---------------------------------------------------------------------------------------
