@@ -36,6 +36,24 @@ def account_target(
     return account_ledger(cur.ledger, d, claim.relation), claim, cur.ledger
 
 
+def exceeds_claim(res: Any, claim: PrivacyClaim, eps_claimed: float, rtol: float = 1e-3) -> bool:
+    """Whether the accounted ledger ``res`` breaks ``claim`` (beyond relative slack ``rtol``).
+
+    A zCDP claim is compared in rho when the ledger has one (only unsampled Gaussians do),
+    else in epsilon at the accounting delta.
+
+    Examples
+    --------
+    >>> from dpverify.accounting import AccountingResult
+    >>> res = AccountingResult(epsilon=0.9, delta=1e-6, relation="add_remove", rho=0.6)
+    >>> exceeds_claim(res, PrivacyClaim(rho=0.5), eps_claimed=5.0)
+    True
+    """
+    if claim.rho is not None and res.rho is not None:
+        return bool(res.rho > claim.rho * (1.0 + rtol))
+    return bool(res.epsilon > eps_claimed * (1.0 + rtol))
+
+
 @check_kind("account")
 def account_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
     """epsilon_accountant <= epsilon_claimed (1 + rtol), else FAIL with both numbers."""
@@ -44,9 +62,7 @@ def account_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
                                         scale=ctx.scale, delta=spec.options.get("delta"))
     eps_claimed = claimed_epsilon(claim, res.delta)
     eps_acc = res.epsilon
-    violated = eps_acc > eps_claimed * (1.0 + rtol)
-    if claim.rho is not None and res.rho is not None:
-        violated = res.rho > claim.rho * (1.0 + rtol)
+    violated = exceeds_claim(res, claim, eps_claimed, rtol)
     verdict = Verdict.FAIL if violated else Verdict.PASS
     ratio = eps_acc / eps_claimed if math.isfinite(eps_acc) else math.inf
     metrics = {

@@ -155,7 +155,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_account(args: argparse.Namespace) -> int:
-    from dpverify.account_check import account_target
+    from dpverify.account_check import account_target, exceeds_claim
     from dpverify.accounting import claimed_epsilon
     from dpverify.errors import check_delta
 
@@ -177,7 +177,7 @@ def _cmd_account(args: argparse.Namespace) -> int:
     if res.rho is not None:
         print(f"  rho (zCDP): {res.rho:.6g}")
     print(f"  epsilon claimed: {eps_claimed:.6g}")
-    ok = res.epsilon <= eps_claimed * (1 + 1e-3)
+    ok = not exceeds_claim(res, claim, eps_claimed)  # the verdict of the account check
     print("  PASS: within the claim" if ok else "  FAIL: the ledger exceeds the claim")
     return 0 if ok else 1
 
