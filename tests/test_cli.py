@@ -289,3 +289,19 @@ def test_console_script(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2
     assert "dpverify: error: delta must be a number in (0, 1), got 2.0" in bad.stderr
+
+
+def test_account_verdict_compares_zcdp_claims_in_rho():
+    """``dpverify account`` and the account check share one verdict: a rho claim is judged
+    by the ledger's rho, even when the ledger's epsilon is under the claim's epsilon."""
+    from dpverify.account_check import exceeds_claim
+    from dpverify.accounting import AccountingResult
+    from dpverify.claims import PrivacyClaim
+
+    res = AccountingResult(epsilon=1.0, delta=1e-6, relation="add_remove", rho=0.51)
+    assert exceeds_claim(res, PrivacyClaim(rho=0.5), eps_claimed=9.0)
+    assert not exceeds_claim(res, PrivacyClaim(rho=0.52), eps_claimed=0.5)
+    sampled = AccountingResult(epsilon=1.0, delta=1e-6, relation="add_remove", rho=None)
+    assert exceeds_claim(sampled, PrivacyClaim(rho=0.5), eps_claimed=0.9)
+    assert not exceeds_claim(sampled, PrivacyClaim(epsilon=1.0, delta=1e-6), 1.0)
+    assert exceeds_claim(sampled, PrivacyClaim(epsilon=1.0, delta=1e-6), 0.99)
