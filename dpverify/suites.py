@@ -273,6 +273,11 @@ def run_command(args: Any) -> int:
     suites = [load_suite(p) for p in discover(args.suites)]
     if args.trials is not None and args.trials <= 0:
         raise InputError(f"--trials must be a positive integer, got {args.trials}")
+    # Found now rather than after every check has run and the results have nowhere to go.
+    report_dir = Path(args.report_dir)
+    blocked = next((p for p in (report_dir, *report_dir.parents) if p.exists()), None)
+    if blocked is not None and not blocked.is_dir():
+        raise InputError(f"--report-dir {str(report_dir)!r}: {str(blocked)!r} is not a folder")
     baseline = None
     if args.baseline:
         from dpverify.report.writer import load_report
