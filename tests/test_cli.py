@@ -305,3 +305,18 @@ def test_account_verdict_compares_zcdp_claims_in_rho():
     assert exceeds_claim(sampled, PrivacyClaim(rho=0.5), eps_claimed=0.9)
     assert not exceeds_claim(sampled, PrivacyClaim(epsilon=1.0, delta=1e-6), 1.0)
     assert exceeds_claim(sampled, PrivacyClaim(epsilon=1.0, delta=1e-6), 0.99)
+
+
+def test_run_report_dir_that_is_a_file_is_refused_before_running(write_suite, tmp_path, capsys,
+                                                                  monkeypatch):
+    import dpverify.suites
+
+    ran = []
+    monkeypatch.setattr(dpverify.suites, "run_check", lambda *a: ran.append(a))
+    path = write_suite(QUICK)
+    blocker = tmp_path / "taken"
+    blocker.write_text("a file")
+    for report_dir in (blocker, blocker / "sub"):
+        assert main(["run", str(path), "--report-dir", str(report_dir)]) == 2
+        assert "is not a folder" in capsys.readouterr().out
+    assert ran == [] and blocker.read_text() == "a file"
