@@ -1,0 +1,77 @@
+"""Empirical privacy auditing: epsilon lower bounds with a stated confidence.
+
+Three auditors share one statistics layer (:mod:`dpverify.audit.stats`) and one record
+(:class:`AuditResult`: epsilon_lower, epsilon_accountant, epsilon_claimed, confidence,
+trials, tightness):
+
+* :func:`audit_blackbox`: distinguishing tests on the outputs of any target, registered
+  or a user's ``module:function``, over neighbouring pairs;
+* :func:`audit_whitebox`: the exact privacy loss of every transcript of a curator
+  algorithm, from replay on neighbours;
+* :func:`audit_onerun`: Steinke, Nasr and Jagielski's one-run audit with m canaries.
+
+Importing this package registers the ``audit`` check kind.
+
+Examples
+--------
+>>> from dpverify.audit import audit
+>>> r = audit("gaussian_mechanism:sound", trials=20000, distinguisher="projection")
+>>> sorted(k for k in r.metrics() if k.startswith("epsilon_"))[:3]
+['epsilon_accountant', 'epsilon_claimed', 'epsilon_lower']
+"""
+
+from dpverify.audit.blackbox import audit_blackbox
+from dpverify.audit.check import audit, audit_check
+from dpverify.audit.distinguishers import DISTINGUISHERS, resolve_distinguishers
+from dpverify.audit.onerun import (
+    audit_onerun,
+    epsilon_one_run,
+    one_run_bound,
+    one_run_p_value,
+)
+from dpverify.audit.result import AuditResult
+from dpverify.audit.stats import (
+    ScoreSplit,
+    ThresholdBound,
+    bound_from_scores,
+    clopper_pearson,
+    delta_from_gdp,
+    epsilon_from_gdp,
+    epsilon_from_rates,
+    epsilon_lower_bound,
+    gdp_mu_from_rates,
+    gdp_mu_lower_bound,
+    gdp_mu_lower_bound_from_losses,
+    gdp_mu_lower_bound_from_variance,
+    privacy_profile,
+)
+from dpverify.audit.whitebox import audit_whitebox, release_privacy_loss, transcript_privacy_loss
+
+__all__ = [
+    "DISTINGUISHERS",
+    "AuditResult",
+    "ScoreSplit",
+    "ThresholdBound",
+    "audit",
+    "audit_blackbox",
+    "audit_check",
+    "audit_onerun",
+    "audit_whitebox",
+    "bound_from_scores",
+    "clopper_pearson",
+    "delta_from_gdp",
+    "epsilon_from_gdp",
+    "epsilon_from_rates",
+    "epsilon_lower_bound",
+    "epsilon_one_run",
+    "gdp_mu_from_rates",
+    "gdp_mu_lower_bound",
+    "gdp_mu_lower_bound_from_losses",
+    "gdp_mu_lower_bound_from_variance",
+    "one_run_bound",
+    "one_run_p_value",
+    "privacy_profile",
+    "release_privacy_loss",
+    "resolve_distinguishers",
+    "transcript_privacy_loss",
+]

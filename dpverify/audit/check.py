@@ -1,0 +1,105 @@
+"""``audit``: one entry point for the three auditors, and the ``audit`` check kind.
+
+A suite entry::
+
+    [[check]]
+    id = "gaussian.planted_half_noise.audit"
+    kind = "audit"
+    target = "gaussian_mechanism:planted_half_noise"
+    expected = "FAIL"
+    [check.options]
+    mode = "blackbox"          # blackbox | whitebox | onerun
+    trials = 20000             # runs per neighbouring dataset
+    neighbours = "fresh_direction"
+    confidence = 0.95
+    distinguisher = "auto"
+    bound = "cp"               # cp | gdp | auto
+
+The verdict is FAIL exactly when epsilon_lower exceeds the claimed epsilon.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dpverify.audit.blackbox import audit_blackbox
+from dpverify.audit.onerun import audit_onerun
+from dpverify.audit.result import MODES, AuditResult
+from dpverify.audit.whitebox import audit_whitebox
+from dpverify.checks import CheckSpec, Outcome, RunContext, check_kind
+from dpverify.errors import InputError
+from dpverify.execution import executor_from_context
+
+DEFAULT_TRIALS = {"blackbox": 20000, "whitebox": 1000}
+# Options each mode accepts (besides those every mode takes).
+_COMMON = {"epsilon", "delta", "confidence", "relation", "params", "seed", "scale", "backend"}
+_OPTIONS = {
+    "blackbox": _COMMON | {"neighbours", "trials", "distinguisher", "bound", "splits", "top_k",
+                           "block_size", "execution"},
+    "whitebox": _COMMON | {"neighbours", "trials", "bound", "select_fraction", "block_size",
+                           "execution"},
+    "onerun": _COMMON | {"canaries", "guesses", "scores", "canary_norm"},
+}
+_FUNCTIONS = {"blackbox": audit_blackbox, "whitebox": audit_whitebox, "onerun": audit_onerun}
+
+
+def audit(target: str, *, mode: str = "blackbox", **options: Any) -> AuditResult:
+    """Audit ``target`` in ``mode``; options are those of the mode's function.
+
+    See :func:`~dpverify.audit.blackbox.audit_blackbox`,
+    :func:`~dpverify.audit.whitebox.audit_whitebox` and
+    :func:`~dpverify.audit.onerun.audit_onerun`.
+
+    Examples
+    --------
+    >>> r = audit("gaussian_mechanism:planted_half_noise", trials=20000,
+    ...           distinguisher="projection")
+    >>> r.verdict.value, r.epsilon_lower > r.epsilon_claimed
+    ('FAIL', True)
+    """
+    if mode not in MODES:
+        raise InputError(f"audit mode must be one of {MODES}, got {mode!r}")
+    unknown = sorted(set(options) - _OPTIONS[mode])
+    if unknown:
+        raise InputError(f"unknown option(s) {unknown} for a {mode} audit; known: "
+                         f"{sorted(_OPTIONS[mode])}")
+    return _FUNCTIONS[mode](target, **options)
+
+
+def options_for(spec_options: Mapping[str, Any], ctx: RunContext,
+                params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The mode and keyword options of a check, with the run context applied.
+
+    ``ctx.trials`` overrides a check's own trial count; the ``thorough`` scale multiplies
+    it by 4 (more power, same validity).
+    """
+    opts = dict(spec_options)
+    mode = str(opts.pop("mode", "blackbox"))
+    if mode not in MODES:
+        raise InputError(f"audit mode must be one of {MODES}, got {mode!r}")
+    if mode in DEFAULT_TRIALS:
+        trials = int(opts.get("trials", DEFAULT_TRIALS[mode]))
+        if ctx.trials is not None:
+            trials = int(ctx.trials)
+        elif ctx.scale == "thorough":
+            trials *= 4
+        opts["trials"] = trials
+    elif "trials" in opts:
+        raise InputError("a one-run audit runs once: give 'canaries', not 'trials'")
+    opts.update(params=dict(params), seed=int(ctx.seed), scale=ctx.scale,
+                backend=ctx.backend)
+    if mode != "onerun":
+        opts["execution"] = executor_from_context(ctx)
+    return mode, opts
+
+
+@check_kind("audit")
+def audit_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
+    """Empirical epsilon lower bound against the claim: FAIL when the bound exceeds it."""
+    try:
+        mode, opts = options_for(spec.options, ctx, spec.params)
+        return audit(spec.target, mode=mode, **opts).to_outcome()
+    except InputError as e:
+        where = spec.source or spec.id
+        raise InputError(f"{where}: {e}") from None

@@ -1,0 +1,257 @@
+"""What an audit runs: a registered variant or a user's callable, its claim, its neighbours.
+
+A target is either a registered algorithm (``name`` or ``name:variant``: it runs through
+the curator, so it has a ledger and an accountant) or any Python callable
+``module:function`` with the signature ``f(data, rng, trials) -> array (trials, ...)``,
+where ``data`` is a :class:`~dpverify.data.Dataset` (or whatever the user's pair function
+returned) and ``rng`` a NumPy Generator. Outputs are drawn in fixed-size seeded blocks
+through :func:`dpverify.execution.map_blocks`, so results depend only on the root seed
+and the block size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpverify.accounting import account_ledger, claimed_epsilon
+from dpverify.claims import PrivacyClaim, check_relation
+from dpverify.data import (
+    PAIR_GENERATORS,
+    Dataset,
+    NeighbourPair,
+    make_pair,
+    synthetic_classification,
+)
+from dpverify.errors import InputError, UnknownTargetError, check_delta, check_epsilon
+from dpverify.execution import (
+    DEFAULT_BLOCK,
+    Execution,
+    build_problem,
+    map_blocks,
+    run_target,
+    sample_outputs,
+    seed_streams,
+)
+from dpverify.registry import Problem, Target, is_registered_target, load_callable, resolve
+
+# Root-seed children: 0 is the problem's data (build_problem), then these.
+SEED_PAIRS, SEED_SAMPLES, SEED_FIT, SEED_ACCOUNT = 1, 2, 3, 4
+
+# The base dataset a user's callable is audited on when a built-in generator makes the pair.
+DEFAULT_USER_N, DEFAULT_USER_D = 100, 2
+
+
+@dataclass
+class AuditSetup:
+    """A resolved target with its claim, parameters and problem."""
+
+    name: str
+    epsilon_claimed: float
+    delta: float
+    relation: str
+    target: Target | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    problem: Problem | None = None
+    claim: PrivacyClaim | None = None
+    fn: Callable[..., Any] | None = None
+    seed: int = 0
+    backend: str = "numpy"
+
+    @property
+    def registered(self) -> bool:
+        return self.target is not None
+
+
+@dataclass
+class Pair:
+    """Two neighbouring inputs for the target and a label for reports."""
+
+    label: str
+    D: Any
+    D_prime: Any
+    pair: NeighbourPair | None = None  # when both are Datasets
+
+
+def prepare(
+    target: str,
+    *,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    params: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    scale: str = "quick",
+    relation: str | None = None,
+    backend: str = "numpy",
+) -> AuditSetup:
+    """Resolve ``target`` and its claim; user-given ``epsilon``/``delta`` override the claim.
+
+    Examples
+    --------
+    >>> s = prepare("noisy_gd:sound", params={"T": 3})
+    >>> s.registered, s.epsilon_claimed, s.delta
+    (True, 1.0, 1e-05)
+    """
+    if epsilon is not None:
+        epsilon = check_epsilon(epsilon)
+    if delta is not None:
+        delta = check_delta(delta)
+    if relation is not None:
+        check_relation(relation)
+    params = dict(params or {})
+    target = str(target).strip()
+    if not target:
+        raise InputError("no target given: name, name:variant or module:function")
+    if is_registered_target(target):
+        t = resolve(target)
+        p = t.algorithm.params(t.variant.name, params, scale)
+        claim = t.variant.claim(p)
+        d = delta if delta is not None else claim.delta
+        if d is None:  # a zCDP claim: audit at a conventional delta
+            d = 1e-5
+        eps = epsilon if epsilon is not None else claimed_epsilon(claim, d)
+        problem = build_problem(t, p, seed)
+        return AuditSetup(t.id, float(eps), float(d), relation or claim.relation, t, p,
+                          problem, claim, seed=seed, backend=backend)
+    if ":" in target:
+        try:
+            fn = load_callable(target)
+        except InputError as e:
+            raise UnknownTargetError(
+                f"target {target!r} is neither a registered algorithm nor an importable "
+                f"module:function ({e})") from None
+        if epsilon is None or delta is None:
+            raise InputError(f"auditing the callable {target!r} needs the claim: give "
+                             "--epsilon and --delta")
+        return AuditSetup(target, epsilon, delta, relation or "add_remove", params=params,
+                          fn=fn, seed=seed, backend=backend)
+    resolve(target)  # raises UnknownTargetError naming the registered algorithms
+    raise UnknownTargetError(f"unknown target {target!r}")  # pragma: no cover
+
+
+def _as_list(spec: str | Sequence[str]) -> list[str]:
+    if isinstance(spec, str):
+        return [s.strip() for s in spec.split(",") if s.strip()]
+    return [str(s) for s in spec]
+
+
+def make_pairs(setup: AuditSetup, neighbours: str | Sequence[str]) -> list[Pair]:
+    """Neighbouring inputs from built-in generators or a user's ``module:function``.
+
+    Examples
+    --------
+    >>> s = prepare("noisy_gd:sound", params={"T": 3})
+    >>> [p.label for p in make_pairs(s, "fresh_direction,outlier")]
+    ['fresh_direction', 'outlier']
+    """
+    specs = _as_list(neighbours)
+    if not specs:
+        raise InputError("no neighbouring-pair generator given")
+    seeds = seed_streams(seed_streams(setup.seed, SEED_PAIRS + 1)[SEED_PAIRS], len(specs))
+    out: list[Pair] = []
+    for spec, ss in zip(specs, seeds, strict=True):
+        rng = np.random.default_rng(ss)
+        if setup.registered:
+            assert setup.problem is not None
+            np_ = make_pair(spec, setup.problem.data, rng, setup.relation)
+            out.append(Pair(spec, np_.D, np_.D_prime, np_))
+        elif spec in PAIR_GENERATORS:
+            n = int(setup.params.get("n", DEFAULT_USER_N))
+            d = int(setup.params.get("d", DEFAULT_USER_D))
+            base, _ = synthetic_classification(n, d, rng)
+            np_ = make_pair(spec, base, rng, setup.relation)
+            out.append(Pair(spec, np_.D, np_.D_prime, np_))
+        elif ":" in spec:
+            try:
+                res = load_callable(spec)()
+            except InputError:
+                raise
+            except Exception as e:
+                raise InputError(f"neighbour function {spec} raised {type(e).__name__}: "
+                                 f"{e}") from e
+            if not (isinstance(res, tuple) and len(res) == 2):
+                raise InputError(f"neighbour function {spec} must return (D, D_prime), "
+                                 f"got {type(res).__name__}")
+            pr = None
+            if isinstance(res[0], Dataset) and isinstance(res[1], Dataset):
+                pr = NeighbourPair.from_datasets(res[0], res[1], spec)
+            out.append(Pair(spec, res[0], res[1], pr))
+        else:
+            make_pair(spec, Dataset(np.zeros((1, 1)), np.zeros(1)), rng)  # raises, naming all
+    return out
+
+
+def call_user(fn: Callable[..., Any], name: str, data: Any, rng: np.random.Generator,
+              trials: int) -> Any:
+    """Call a user's ``f(data, rng, trials)``; an exception becomes an :class:`InputError`."""
+    try:
+        return fn(data, rng, trials)
+    except InputError:
+        raise
+    except Exception as e:  # the user's code failed: report it as their input to fix
+        raise InputError(
+            f"target {name} raised {type(e).__name__}: {e} (called as f(data, rng, "
+            f"trials={trials}) with data of type {type(data).__name__})") from e
+
+
+def _check_block(out: Any, k: int, name: str) -> np.ndarray:
+    arr = np.asarray(out)
+    if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
+        raise InputError(f"target {name} must return a numeric array of shape (trials, ...), "
+                         f"got {type(out).__name__} of dtype {arr.dtype}")
+    if arr.ndim == 0 or arr.shape[0] != k:
+        raise InputError(f"target {name} returned shape {tuple(arr.shape)} when asked for "
+                         f"trials={k}; expected an array of shape ({k}, ...)")
+    return arr.reshape(k, -1).astype(float)
+
+
+def sample(setup: AuditSetup, data: Any, trials: int, seed: np.random.SeedSequence,
+           block_size: int | None = None, execution: Execution | None = None) -> np.ndarray:
+    """``trials`` independent outputs of the target on ``data``, shape (trials, features).
+
+    ``execution`` (an :class:`~dpverify.executors.Execution`) says where the blocks run;
+    the outputs depend only on the seed and the block size.
+
+    Examples
+    --------
+    >>> s = prepare("noisy_gd:sound", params={"T": 2})
+    >>> sample(s, s.problem.data, 5, np.random.SeedSequence(1)).shape
+    (5, 5)
+    """
+    bs = int(block_size or DEFAULT_BLOCK)
+    if setup.registered:
+        assert setup.target is not None and setup.problem is not None
+        return sample_outputs(setup.target, setup.params, setup.problem, data, trials=trials,
+                              seed=seed, backend=setup.backend, block_size=bs,
+                              executor=execution)
+    fn = setup.fn
+    assert fn is not None
+
+    def block(ss: np.random.SeedSequence, k: int, _: int) -> np.ndarray:
+        return _check_block(call_user(fn, setup.name, data, np.random.default_rng(ss), k),
+                            k, setup.name)
+
+    return np.concatenate(map_blocks(block, trials, seed=seed, block_size=bs,
+                                     executor=execution), axis=0)
+
+
+def accountant_epsilon(setup: AuditSetup) -> tuple[float | None, str]:
+    """epsilon_accountant of a registered target's ledger at the audit's delta.
+
+    Returns ``(None, reason)`` for a callable (it has no ledger) or an unsupported ledger.
+    """
+    if not setup.registered:
+        return None, "a callable has no ledger"
+    assert setup.target is not None and setup.problem is not None
+    ss = seed_streams(setup.seed, SEED_ACCOUNT + 1)[SEED_ACCOUNT]
+    _, cur = run_target(setup.target, setup.params, setup.problem, trials=1, rng=ss)
+    try:
+        res = account_ledger(cur.ledger, setup.delta, setup.relation)
+    except InputError as e:
+        return None, str(e)
+    return float(res.epsilon), "pld" if not math.isnan(res.by_accountant.get("pld", math.nan)) \
+        else "rdp"

@@ -1,0 +1,356 @@
+"""White-box audit: the exact privacy loss of every transcript, from replay on neighbours.
+
+Threat model (the strongest the accountants consider): the adversary sees every noisy
+release and all sampling randomness except the target record's own inclusion. A
+registered curator algorithm is replayed on the pair (D, D') (:meth:`Curator.replay`):
+the algorithm receives D's noisy answers, and every query is evaluated on both worlds at
+the same released history. Each release r then has a known density under each world:
+
+* unsampled Gaussian: a ~ N(q_r(D), sigma_r^2 I), so its loss is
+  (||a - q(D')||^2 - ||a - q(D)||^2) / (2 sigma^2);
+* unsampled Laplace: (||a - q(D')||_1 - ||a - q(D)||_1) / b;
+* amplified sampling (Poisson, uniform): the target record is in the batch with
+  probability q given the other records' draw, so the release is the mixture
+  (1 - q) p(a; q_out) + q p(a; q_in) in each world (q_in with the record forced in,
+  q_out with it left out; under add/remove the world without the record has
+  q_in = q_out). This is exact for Poisson sampling and the usual approximation for the
+  uniform schemes;
+* ``exact`` releases, and any release whose values are not finite: loss 0 where both
+  worlds agree, +inf where they differ (one answer separates them).
+
+The transcript's loss L = log p_D(a_1..a_T) / p_D'(a_1..a_T) is the sum over releases:
+the chain rule holds under adaptive composition because a later query depends on the
+data only through earlier released answers, which replay keeps common to both worlds.
+
+Samples of L under D come from replaying (D, D'). Samples under D' cannot be had by
+shifting D's answers (later queries would have seen the wrong history), so a second
+replay runs on the swapped pair (D', D), whose curator releases D''s answers; its loss
+log p_D' / p_D is negated. With L under both worlds:
+
+* the ``cp`` bound uses L as the (Neyman-Pearson optimal) score of a threshold test,
+  thresholds chosen on a selection split, Clopper-Pearson on the rest: valid with no
+  assumption at all, even if L were not the exact loss;
+* the ``gdp`` bound reads mu off the loss samples, valid when the trade-off curve is
+  Gaussian: every release an unsampled Gaussian (Nasr et al. 2023, "Tight auditing of DP
+  ML", Section 4). When the canary's replayed sensitivity is the same in every trial (a
+  linear-loss canary), L is exactly N(+-mu^2/2, mu^2) and the spread of L bounds mu
+  (:func:`~dpverify.audit.stats.gdp_mu_lower_bound_from_variance`); otherwise the means
+  do, conservatively. ``auto`` uses GDP exactly when every release is an unsampled
+  Gaussian, else ``cp``;
+* the empirical privacy profile delta(eps) = E_D[(1 - e^(eps - L))_+] is reported as a
+  point estimate.
+
+Shuffled (partition) batches are replayed with the batch assignment fixed, i.e. visible
+to the adversary: the analysis an accountant applies to partitions (no amplification).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from dpverify.audit import stats
+from dpverify.audit.blackbox import check_bound
+from dpverify.audit.result import AuditResult
+from dpverify.audit.targets import (
+    SEED_SAMPLES,
+    accountant_epsilon,
+    make_pairs,
+    prepare,
+)
+from dpverify.curator import AMPLIFIED, Ledger, Release
+from dpverify.data import NeighbourPair
+from dpverify.errors import InputError, check_positive, check_probability
+from dpverify.execution import DEFAULT_BLOCK, Execution, map_blocks, run_target, seed_streams
+
+GDP_ASSUMPTION = ("GDP bound: assumes the transcript's trade-off curve is Gaussian (every "
+                  "release an unsampled Gaussian and the canary's sensitivity the same in "
+                  "every trial)")
+
+
+def _sqnorm(a: np.ndarray) -> np.ndarray:
+    return np.einsum("ij,ij->i", a, a)
+
+
+def release_privacy_loss(rel: Release) -> tuple[np.ndarray, np.ndarray | None, bool]:
+    """Per-trial privacy loss log p_D(a) / p_D'(a) of one replayed release.
+
+    Returns the loss, the squared Gaussian sensitivity ||q(D) - q(D')||^2 / sigma^2 of an
+    unsampled Gaussian release (else ``None``), and whether the release is an unsampled
+    Gaussian (or leaves the pair indistinguishable).
+
+    Examples
+    --------
+    >>> from dpverify.curator import Curator
+    >>> from dpverify.data import Dataset, NeighbourPair
+    >>> D = Dataset(np.eye(2), np.zeros(2))
+    >>> cur = Curator.replay(NeighbourPair.add_remove(D, 0), trials=3, rng=0, keep_answers=True)
+    >>> _ = cur.gaussian("s", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=2.0)
+    >>> loss, m2, gaussian = release_privacy_loss(cur.ledger.releases[0])
+    >>> loss.shape, m2.tolist(), gaussian
+    ((3,), [0.25, 0.25, 0.25], True)
+    """
+    if rel.value_D is None or rel.value_D_prime is None:
+        raise InputError(f"release {rel.name!r} was not replayed on a neighbouring pair")
+    if rel.answer is None:
+        raise InputError(f"release {rel.name!r} kept no answer: replay with keep_answers=True")
+    a = np.asarray(rel.answer, dtype=float)
+    vD = np.asarray(rel.value_D, dtype=float)
+    vDp = np.asarray(rel.value_D_prime, dtype=float)
+    K = a.shape[0]
+    same = np.all((vD == vDp) | (np.isnan(vD) & np.isnan(vDp)), axis=1)
+    amplified = rel.sampling in AMPLIFIED and rel.value_out is not None
+    vout = np.asarray(rel.value_out, dtype=float) if amplified else None
+    finite = np.isfinite(vD).all(axis=1) & np.isfinite(vDp).all(axis=1) & np.isfinite(a).all(1)
+    if vout is not None:
+        finite &= np.isfinite(vout).all(axis=1)
+    loss = np.where(same, 0.0, np.inf)  # exact answers, non-finite values
+    noisy = rel.mechanism in ("gaussian", "laplace") and rel.noise > 0
+    gaussian_ok = bool(np.all(same)) or (rel.mechanism == "gaussian" and noisy
+                                          and not amplified and bool(np.all(finite)))
+    m2: np.ndarray | None = None
+    if not noisy:
+        return loss, None, gaussian_ok
+    ok = finite & ~same
+    s = rel.noise
+    if rel.mechanism == "gaussian":
+        def logp(v: np.ndarray) -> np.ndarray:
+            return -_sqnorm(a - v) / (2.0 * s * s)
+    else:
+        def logp(v: np.ndarray) -> np.ndarray:
+            return -np.sum(np.abs(a - v), axis=1) / s
+
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        if amplified:
+            q = float(rel.rate)
+            lq, l1q = math.log(q) if q > 0 else -math.inf, math.log1p(-q) if q < 1 else -math.inf
+            lo = logp(vout)
+            val = np.logaddexp(l1q + lo, lq + logp(vD)) - np.logaddexp(l1q + lo, lq + logp(vDp))
+        elif rel.mechanism == "gaussian":
+            # ||a - q(D')||^2 - ||a - q(D)||^2 = 2 <a - q(D), Delta> + ||Delta||^2, stably
+            delta_v = vD - vDp
+            val = (2.0 * np.einsum("ij,ij->i", a - vD, delta_v) + _sqnorm(delta_v)) / (2 * s * s)
+            m2 = np.where(finite, _sqnorm(delta_v) / (s * s), np.inf)
+        else:
+            val = (np.sum(np.abs(a - vDp), axis=1) - np.sum(np.abs(a - vD), axis=1)) / s
+    loss = np.where(ok, val, loss)
+    if m2 is None and rel.mechanism == "gaussian" and not amplified:
+        m2 = np.zeros(K)
+    if m2 is not None:
+        m2 = np.where(same, 0.0, m2)
+    return loss, m2, gaussian_ok
+
+
+def transcript_privacy_loss(ledger: Ledger) -> tuple[np.ndarray, np.ndarray | None, bool]:
+    """Per-trial privacy loss of a whole replayed transcript: the sum over its releases.
+
+    Returns the loss, the summed squared Gaussian sensitivities (``None`` when some
+    release is not an unsampled Gaussian) and whether every release is an unsampled
+    Gaussian (the condition under which the GDP bound is exact).
+
+    Examples
+    --------
+    >>> from dpverify.curator import Curator
+    >>> from dpverify.data import Dataset, NeighbourPair
+    >>> D = Dataset(np.eye(2), np.zeros(2))
+    >>> cur = Curator.replay(NeighbourPair.add_remove(D, 0), trials=2, rng=0, keep_answers=True)
+    >>> for _ in range(4):
+    ...     _ = cur.gaussian("s", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=2.0)
+    >>> L, V, gaussian = transcript_privacy_loss(cur.ledger)
+    >>> V.tolist(), gaussian
+    ([1.0, 1.0], True)
+    """
+    total: np.ndarray | None = None
+    V: np.ndarray | None = None
+    all_gaussian = True
+    for rel in ledger:
+        loss, m2, g = release_privacy_loss(rel)
+        total = loss if total is None else total + loss
+        all_gaussian &= g
+        if m2 is not None and all_gaussian:
+            V = m2 if V is None else V + m2
+    if total is None:
+        return np.zeros(ledger.trials), np.zeros(ledger.trials), True
+    if not all_gaussian:
+        V = None
+    elif V is None:
+        V = np.zeros_like(total)
+    return total, V, all_gaussian
+
+
+def swapped(pair: NeighbourPair) -> NeighbourPair:
+    """The pair with its two worlds exchanged (same relation and index)."""
+    return NeighbourPair(pair.D_prime, pair.D, pair.relation, pair.index, pair.label)
+
+
+def replay_losses(
+    setup: Any, pair: NeighbourPair, trials: int, seed: np.random.SeedSequence,
+    block_size: int | None = None, execution: Execution | None = None,
+) -> dict[str, Any]:
+    """Privacy-loss samples of ``trials`` transcripts under D and under D' (seeded blocks)."""
+    t, p, problem = setup.target, setup.params, setup.problem
+    other = swapped(pair)
+
+    def block(ss: np.random.SeedSequence, k: int, _: int) -> tuple[Any, ...]:
+        sD, sDp = ss.spawn(2)
+        _, cur = run_target(t, p, problem, trials=k, rng=sD, pair=pair,
+                            backend=setup.backend, keep_answers=True)
+        LD, VD, gD = transcript_privacy_loss(cur.ledger)
+        _, cur2 = run_target(t, p, problem, trials=k, rng=sDp, pair=other,
+                             backend=setup.backend, keep_answers=True)
+        LP, VP, gP = transcript_privacy_loss(cur2.ledger)
+        return LD, -LP, VD, VP, gD and gP, len(cur.ledger)
+
+    parts = map_blocks(block, trials, seed=seed, block_size=int(block_size or DEFAULT_BLOCK),
+                       executor=execution)
+    gaussian = all(b[4] for b in parts)
+    V = (np.concatenate([np.concatenate([b[2], b[3]]) for b in parts]) if gaussian else None)
+    return {
+        "loss_D": np.concatenate([b[0] for b in parts]),
+        "loss_D_prime": np.concatenate([b[1] for b in parts]),
+        "V": V,
+        "gaussian": gaussian,
+        "releases": parts[0][5],
+    }
+
+
+def gdp_mu_lower_bound_whitebox(run: Mapping[str, Any], alpha: float) -> tuple[float, str]:
+    """mu lower bound from one pair's loss samples: by their spread when every trial's
+    replayed sensitivity is the same (the loss is then exactly Gaussian with variance
+    mu^2), else by their means with a variance-robust standard error (conservative when
+    the sensitivity varies from trial to trial).
+    """
+    LD, LDp, V = run["loss_D"], run["loss_D_prime"], run["V"]
+    if V is not None and V.size and np.isfinite(V).all() and V.max() > 0 \
+            and V.max() - V.min() <= 1e-9 * V.max():
+        return stats.gdp_mu_lower_bound_from_variance(LD, LDp, alpha), "variance"
+    return stats.gdp_mu_lower_bound_from_losses(LD, LDp, alpha), "mean"
+
+
+def audit_whitebox(
+    target: str,
+    *,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    neighbours: str | Sequence[str] = "fresh_direction",
+    trials: int = 5000,
+    confidence: float = 0.95,
+    bound: str = "auto",
+    params: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    scale: str = "quick",
+    relation: str | None = None,
+    select_fraction: float = 0.3,
+    block_size: int | None = None,
+    backend: str = "numpy",
+    execution: Execution | None = None,
+) -> AuditResult:
+    """White-box epsilon lower bound of a registered curator algorithm.
+
+    Parameters
+    ----------
+    target
+        A registered ``name`` or ``name:variant`` (it must run through the curator).
+    trials
+        Transcripts replayed under each world of each pair (2 x trials runs per pair).
+    bound
+        ``"auto"`` (GDP where every release is an unsampled Gaussian, else CP), ``"cp"``
+        or ``"gdp"`` (forced; the report carries the assumption).
+    select_fraction
+        Share of the transcripts used to choose the CP threshold.
+
+    Other parameters are as in :func:`dpverify.audit.blackbox.audit_blackbox`.
+
+    Examples
+    --------
+    >>> r = audit_whitebox("noisy_gd:sound", params={"T": 5, "loss": "linear"}, trials=2000)
+    >>> r.bound, r.verdict.value, 0.8 < r.tightness <= 1.0
+    ('gdp', 'PASS', True)
+    """
+    trials = int(check_positive(trials, "trials", integer=True))
+    confidence = check_probability(confidence, "confidence")
+    check_bound(bound)
+    if not 0.0 < float(select_fraction) < 1.0:
+        raise InputError(f"select_fraction must be in (0, 1), got {select_fraction!r}")
+    alpha = 1.0 - confidence
+    setup = prepare(target, epsilon=epsilon, delta=delta, params=params, seed=seed,
+                    scale=scale, relation=relation, backend=backend)
+    if not setup.registered:
+        raise InputError(f"a white-box audit replays a registered curator algorithm; "
+                         f"{setup.name!r} is a callable (use mode blackbox or onerun)")
+    pairs = make_pairs(setup, neighbours)
+    n_sel = max(1, min(trials - 1, int(round(trials * float(select_fraction)))))
+
+    sample_root = seed_streams(seed, SEED_SAMPLES + 1)[SEED_SAMPLES]
+    runs: list[dict[str, Any]] = []
+    candidates: list[stats.ScoreSplit] = []
+    for pr, ss in zip(pairs, seed_streams(sample_root, len(pairs)), strict=True):
+        if pr.pair is None:
+            raise InputError(f"neighbours {pr.label!r} did not give two datasets; a white-box "
+                             "audit needs a NeighbourPair of Datasets")
+        res = replay_losses(setup, pr.pair, trials, ss, block_size, execution)
+        res["label"] = pr.label
+        runs.append(res)
+        LD, LDp = res["loss_D"], res["loss_D_prime"]
+        candidates.append(stats.ScoreSplit(pr.label, LD[:n_sel], LDp[:n_sel], LD[n_sel:],
+                                           LDp[n_sel:]))
+
+    cp = stats.bound_from_scores(candidates, delta=setup.delta, alpha=alpha, method="cp")
+    gdp_valid = all(r["gaussian"] for r in runs)
+    use_gdp = bound == "gdp" or (bound == "auto" and gdp_valid)
+    gdp_eps, gdp_mu, gdp_pair = None, None, None
+    gdp_method = None
+    if use_gdp or gdp_valid:
+        a = alpha / len(runs)  # Bonferroni over pairs: the best pair is kept
+        for r in runs:
+            mu, method = gdp_mu_lower_bound_whitebox(r, a)
+            if gdp_mu is None or mu > gdp_mu:
+                gdp_mu, gdp_pair, gdp_method = mu, r["label"], method
+        gdp_eps = stats.epsilon_from_gdp(gdp_mu, setup.delta)
+    chosen_eps = gdp_eps if use_gdp else cp.epsilon
+    best_label = gdp_pair if use_gdp else cp.label
+    best = next(r for r in runs if r["label"] == best_label)
+
+    eps_acc, acc_note = accountant_epsilon(setup)
+    grid_top = max(2.0 * setup.epsilon_claimed, 1.0)
+    grid = np.linspace(0.0, grid_top, 41)
+    profile = stats.privacy_profile(best["loss_D"], grid)
+    fine = np.linspace(0.0, grid_top, 801)
+    prof_fine = stats.privacy_profile(best["loss_D"], fine)
+    below = np.flatnonzero(prof_fine <= setup.delta)
+    eps_estimate = float(fine[below[0]]) if below.size else math.inf
+    V = best["V"]
+    LD, LDp = best["loss_D"], best["loss_D_prime"]
+    finite = np.isfinite(LD)
+    details = {
+        "epsilon_lower_cp": cp.epsilon,
+        "epsilon_lower_gdp": gdp_eps,
+        "mu_lower": gdp_mu,
+        "gdp_valid": gdp_valid,
+        "gdp_method": gdp_method,
+        "epsilon_estimate": eps_estimate,
+        "kl_estimate": float(LD[finite].mean()) if finite.any() else math.inf,
+        "mu_replay_min": None if V is None else float(np.sqrt(V.min())),
+        "mu_replay_max": None if V is None else float(np.sqrt(V.max())),
+        "runs_total": 2 * trials * len(pairs),
+        "releases": best["releases"],
+        "pairs": [p.label for p in pairs],
+        "pair": best_label,
+        "relation": setup.relation,
+    }
+    evidence = {
+        "cp_test": cp.to_dict(),
+        "privacy_profile": {"epsilon": grid.tolist(), "delta_estimate": profile.tolist()},
+        "loss_quantiles_D": np.quantile(LD, [0.001, 0.01, 0.5, 0.99, 0.999]).tolist(),
+        "loss_quantiles_D_prime": np.quantile(LDp, [0.001, 0.01, 0.5, 0.99, 0.999]).tolist(),
+        "accountant": acc_note,
+    }
+    assumptions = [GDP_ASSUMPTION] if use_gdp else []
+    if use_gdp and not gdp_valid:
+        assumptions.append("GDP forced although some release is not an unsampled Gaussian")
+    return AuditResult(setup.name, "whitebox", float(chosen_eps), setup.epsilon_claimed, eps_acc,
+                       setup.delta, confidence, trials, "gdp" if use_gdp else "cp",
+                       details, evidence, assumptions)
