@@ -95,7 +95,11 @@ def _build_parser() -> argparse.ArgumentParser:
         except ModuleNotFoundError as e:
             if e.name and module.startswith(e.name):
                 continue  # capability not installed in this build
-            raise
+            # An optional dependency of one capability (torch, dask) must not take the
+            # other commands down: the core installs without the extras.
+            warnings.warn(f"dpverify: cannot import {module} ({e}); the {name!r} subcommand "
+                          "is unavailable", stacklevel=2)
+            continue
         if not (callable(getattr(mod, "configure_parser", None))
                 and callable(getattr(mod, "run_command", None))):
             # A capability that offers no subcommand (or not yet) must not take every
