@@ -287,7 +287,7 @@ def test_console_script(tmp_path):
     assert json.loads(path.read_text())["releases"] == 3
     bad = subprocess.run([exe, "account", "noisy_gd:sound", "--delta", "2"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=300)
-    assert bad.returncode == 2
+    assert bad.returncode == 2, bad.stdout + bad.stderr
     assert "dpverify: error: delta must be a number in (0, 1), got 2.0" in bad.stderr
 
 
@@ -320,3 +320,19 @@ def test_run_report_dir_that_is_a_file_is_refused_before_running(write_suite, tm
         assert main(["run", str(path), "--report-dir", str(report_dir)]) == 2
         assert "is not a folder" in capsys.readouterr().out
     assert ran == [] and blocker.read_text() == "a file"
+
+
+def test_a_capability_missing_a_dependency_does_not_break_other_commands(monkeypatch, capsys):
+    import dpverify.cli as cli
+
+    real_import = cli.importlib.import_module
+
+    def fake_import(name, *args):
+        if name == "dpverify.agreement":
+            raise ModuleNotFoundError("No module named 'torchish'", name="torchish")
+        return real_import(name, *args)
+
+    monkeypatch.setattr(cli.importlib, "import_module", fake_import)
+    with pytest.warns(UserWarning, match="'agree' subcommand is unavailable"):
+        assert main(["list"]) == 0
+    assert "noisy_gd:sound" in capsys.readouterr().out
