@@ -162,14 +162,20 @@ def test_uniform_without_replacement_has_exact_size_and_no_duplicates():
     assert np.all(np.abs(b.weights.sum(axis=0) - p * K) < 5 * math.sqrt(K * p * (1 - p)))
 
 
+@pytest.mark.statistical
 def test_uniform_with_replacement_counts_sum_to_size():
+    """Counts are non-negative integers summing to ``size`` in every trial.
+
+    25 draws from 30 slots all differ with probability 30!/(5! 30^25) < 3e-7, so a correct
+    sampler shows a repeat in more than 99% of K = 500 trials, and two trials draw the same
+    counts with negligible probability (failure probability below 1e-6 overall).
+    """
     N, m, K = 30, 25, 500
     b = Curator(_pool(N), trials=K, rng=9).sample("uniform_with_replacement", size=m)
     assert (b.scheme, b.size) == ("uniform_with_replacement", m)
     w = b.weights
     assert np.all(w >= 0) and np.all(w == np.round(w))
     np.testing.assert_array_equal(w.sum(axis=1), np.full(K, m))
-    # 25 draws from 30 slots collide with probability 1 - 30!/(5! 30^25) > 0.999.
     assert np.mean(w.max(axis=1) > 1) > 0.99
     # Trials draw independently.
     assert len({tuple(row) for row in w}) > K - 5
