@@ -336,3 +336,29 @@ def test_a_capability_missing_a_dependency_does_not_break_other_commands(monkeyp
     with pytest.warns(UserWarning, match="'agree' subcommand is unavailable"):
         assert main(["list"]) == 0
     assert "noisy_gd:sound" in capsys.readouterr().out
+
+
+def test_run_against_a_baseline_report(write_suite, tmp_path, capsys):
+    path = write_suite(QUICK)
+    assert main(["run", str(path), "--report-dir", str(tmp_path / "a"), "--quiet"]) == 0
+    base = tmp_path / "a" / "report.json"
+    assert main(["run", str(path), "--report-dir", str(tmp_path / "b"), "--quiet",
+                 "--baseline", str(base)]) == 0
+    assert json.loads((tmp_path / "b" / "report.json").read_text())["regressions"] == []
+    # A changed verdict and a drifted epsilon are regressions: exit 1, listed in the report.
+    rep = json.loads(base.read_text())
+    rep["checks"][0]["verdict"] = "FAIL"
+    rep["checks"][0]["metrics"]["epsilon_accountant"] = 0.5
+    base.write_text(json.dumps(rep))
+    assert main(["run", str(path), "--report-dir", str(tmp_path / "c"), "--quiet",
+                 "--baseline", str(base)]) == 1
+    regressions = json.loads((tmp_path / "c" / "report.json").read_text())["regressions"]
+    assert any("verdict FAIL -> PASS" in r for r in regressions)
+    assert any("epsilon_accountant drifted" in r for r in regressions)
+    # An unreadable baseline is bad input: exit 2 before anything runs or is written.
+    base.write_text(json.dumps({**rep, "schema_version": "9.0"}))
+    for bad in (base, tmp_path / "missing.json"):
+        assert main(["run", str(path), "--report-dir", str(tmp_path / "d"),
+                     "--baseline", str(bad)]) == 2
+        assert "baseline" in capsys.readouterr().out
+    assert not (tmp_path / "d").exists()
