@@ -29,16 +29,15 @@ from dpverify.audit.result import MODES, AuditResult
 from dpverify.audit.whitebox import audit_whitebox
 from dpverify.checks import CheckSpec, Outcome, RunContext, check_kind
 from dpverify.errors import InputError
-from dpverify.execution import executor_from_context
 
 DEFAULT_TRIALS = {"blackbox": 20000, "whitebox": 1000}
 # Options each mode accepts (besides those every mode takes).
 _COMMON = {"epsilon", "delta", "confidence", "relation", "params", "seed", "scale", "backend"}
+_REPEATED = {"block_size", "execution", "accountant"}
 _OPTIONS = {
-    "blackbox": _COMMON | {"neighbours", "trials", "distinguisher", "bound", "splits", "top_k",
-                           "block_size", "execution"},
-    "whitebox": _COMMON | {"neighbours", "trials", "bound", "select_fraction", "block_size",
-                           "execution"},
+    "blackbox": _COMMON | _REPEATED | {"neighbours", "trials", "distinguisher", "bound",
+                                       "splits", "top_k"},
+    "whitebox": _COMMON | _REPEATED | {"neighbours", "trials", "bound", "select_fraction"},
     "onerun": _COMMON | {"canaries", "guesses", "scores", "canary_norm"},
 }
 _FUNCTIONS = {"blackbox": audit_blackbox, "whitebox": audit_whitebox, "onerun": audit_onerun}
@@ -71,27 +70,40 @@ def options_for(spec_options: Mapping[str, Any], ctx: RunContext,
                 params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """The mode and keyword options of a check, with the run context applied.
 
-    ``ctx.trials`` overrides a check's own trial count; the ``thorough`` scale multiplies
-    it by 4 (more power, same validity).
+    ``ctx.trials`` overrides a check's own trial count (a suite's ``[check.thorough]``
+    table is the place for larger counts at the thorough scale).
+
+    Examples
+    --------
+    >>> mode, opts = options_for({"mode": "whitebox"}, RunContext(seed=3), {"T": 5})
+    >>> mode, opts["trials"], opts["seed"], opts["params"]
+    ('whitebox', 1000, 3, {'T': 5})
     """
-    opts = dict(spec_options)
+    opts = {k: v for k, v in spec_options.items() if not str(k).startswith("_")}
     mode = str(opts.pop("mode", "blackbox"))
     if mode not in MODES:
         raise InputError(f"audit mode must be one of {MODES}, got {mode!r}")
     if mode in DEFAULT_TRIALS:
-        trials = int(opts.get("trials", DEFAULT_TRIALS[mode]))
-        if ctx.trials is not None:
-            trials = int(ctx.trials)
-        elif ctx.scale == "thorough":
-            trials *= 4
-        opts["trials"] = trials
+        opts["trials"] = int(ctx.trials if ctx.trials is not None
+                             else opts.get("trials", DEFAULT_TRIALS[mode]))
     elif "trials" in opts:
         raise InputError("a one-run audit runs once: give 'canaries', not 'trials'")
     opts.update(params=dict(params), seed=int(ctx.seed), scale=ctx.scale,
                 backend=ctx.backend)
     if mode != "onerun":
-        opts["execution"] = executor_from_context(ctx)
+        execution = execution_from_context(ctx)
+        if execution is not None:
+            opts["execution"] = execution
     return mode, opts
+
+
+def execution_from_context(ctx: Any) -> Any:
+    """Where a check's blocks run, from the run context (None: serial, in this process)."""
+    try:
+        from dpverify.execution import executor_from_context
+    except ImportError:  # a build without executors runs blocks serially
+        return None
+    return executor_from_context(ctx)
 
 
 @check_kind("audit")

@@ -89,9 +89,9 @@ def summary(res: AuditResult) -> str:
 
 def run_command(args: argparse.Namespace) -> int:
     """Run the audit the arguments describe; 0 on PASS, 1 on FAIL (2 is the caller's)."""
+    from dpverify.audit.check import execution_from_context
     from dpverify.checks import RunContext
     from dpverify.cli import parse_params
-    from dpverify.execution import executor_from_context
 
     mode = args.mode
     opts: dict[str, Any] = {
@@ -104,7 +104,10 @@ def run_command(args: argparse.Namespace) -> int:
                          scheduler=args.scheduler, extras={"quiet": bool(args.quiet)})
         opts.update(neighbours=args.neighbours, bound=args.bound,
                     trials=args.trials if args.trials is not None else DEFAULT_TRIALS[mode],
-                    block_size=args.block_size, execution=executor_from_context(ctx))
+                    block_size=args.block_size)
+        execution = execution_from_context(ctx)
+        if execution is not None:
+            opts["execution"] = execution
         if mode == "blackbox":
             opts["distinguisher"] = args.distinguisher
     else:

@@ -368,14 +368,19 @@ class ScoreSplit:
     test_neg: np.ndarray
 
 
+def _reversed(c: ScoreSplit) -> ScoreSplit:
+    return ScoreSplit(f"{c.label} (reversed)", -c.select_pos, -c.select_neg, -c.test_pos,
+                      -c.test_neg)
+
+
 def bound_from_scores(
     candidates: Sequence[ScoreSplit], *, delta: float, alpha: float, method: str = "cp",
     top_k: int = 1,
 ) -> ThresholdBound:
     """Choose tests on the selection splits, bound them on the test splits.
 
-    Every candidate (a neighbouring pair with a distinguisher) and every threshold is
-    ranked by the bound it anticipates on its test split; the ``top_k`` best are bounded
+    Every candidate (a neighbouring pair with a distinguisher, in both orientations of
+    its score) and every threshold is ranked by the bound it anticipates on its test split; the ``top_k`` best are bounded
     on their test splits at ``alpha / top_k`` each (Bonferroni) and the largest bound is
     returned. Nothing is chosen on the counts that bound it, so the result holds at
     confidence ``1 - alpha`` whatever the selection did.
@@ -391,6 +396,9 @@ def bound_from_scores(
     """
     if not candidates:
         raise InputError("no candidate tests to bound")
+    # Every score is also tried reversed (events "score <= t"): a statistic whose
+    # orientation was guessed wrong, or one that is smaller on D, still counts.
+    candidates = [c for orig in candidates for c in (orig, _reversed(orig))]
     top_k = int(top_k)
     if top_k < 1:
         raise InputError(f"top_k must be >= 1, got {top_k}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,7 +30,6 @@ from dpverify.data import (
 from dpverify.errors import InputError, UnknownTargetError, check_delta, check_epsilon
 from dpverify.execution import (
     DEFAULT_BLOCK,
-    Execution,
     build_problem,
     map_blocks,
     run_target,
@@ -38,6 +37,9 @@ from dpverify.execution import (
     seed_streams,
 )
 from dpverify.registry import Problem, Target, is_registered_target, load_callable, resolve
+
+if TYPE_CHECKING:
+    from dpverify.executors import Execution
 
 # Root-seed children: 0 is the problem's data (build_problem), then these.
 SEED_PAIRS, SEED_SAMPLES, SEED_FIT, SEED_ACCOUNT = 1, 2, 3, 4
@@ -185,6 +187,11 @@ def make_pairs(setup: AuditSetup, neighbours: str | Sequence[str]) -> list[Pair]
     return out
 
 
+def executor_kwargs(execution: Execution | None) -> dict[str, Any]:
+    """``executor=`` for the block runners when an execution is chosen (serial otherwise)."""
+    return {} if execution is None else {"executor": execution}
+
+
 def call_user(fn: Callable[..., Any], name: str, data: Any, rng: np.random.Generator,
               trials: int) -> Any:
     """Call a user's ``f(data, rng, trials)``; an exception becomes an :class:`InputError`."""
@@ -227,7 +234,7 @@ def sample(setup: AuditSetup, data: Any, trials: int, seed: np.random.SeedSequen
         assert setup.target is not None and setup.problem is not None
         return sample_outputs(setup.target, setup.params, setup.problem, data, trials=trials,
                               seed=seed, backend=setup.backend, block_size=bs,
-                              executor=execution)
+                              **executor_kwargs(execution))
     fn = setup.fn
     assert fn is not None
 
@@ -236,7 +243,7 @@ def sample(setup: AuditSetup, data: Any, trials: int, seed: np.random.SeedSequen
                             k, setup.name)
 
     return np.concatenate(map_blocks(block, trials, seed=seed, block_size=bs,
-                                     executor=execution), axis=0)
+                                     **executor_kwargs(execution)), axis=0)
 
 
 def accountant_epsilon(setup: AuditSetup) -> tuple[float | None, str]:

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -58,13 +58,17 @@ from dpverify.audit.result import AuditResult
 from dpverify.audit.targets import (
     SEED_SAMPLES,
     accountant_epsilon,
+    executor_kwargs,
     make_pairs,
     prepare,
 )
 from dpverify.curator import AMPLIFIED, Ledger, Release
 from dpverify.data import NeighbourPair
 from dpverify.errors import InputError, check_positive, check_probability
-from dpverify.execution import DEFAULT_BLOCK, Execution, map_blocks, run_target, seed_streams
+from dpverify.execution import DEFAULT_BLOCK, map_blocks, run_target, seed_streams
+
+if TYPE_CHECKING:
+    from dpverify.executors import Execution
 
 GDP_ASSUMPTION = ("GDP bound: assumes the transcript's trade-off curve is Gaussian (every "
                   "release an unsampled Gaussian and the canary's sensitivity the same in "
@@ -102,7 +106,8 @@ def release_privacy_loss(rel: Release) -> tuple[np.ndarray, np.ndarray | None, b
     vDp = np.asarray(rel.value_D_prime, dtype=float)
     K = a.shape[0]
     same = np.all((vD == vDp) | (np.isnan(vD) & np.isnan(vDp)), axis=1)
-    amplified = rel.sampling in AMPLIFIED and rel.value_out is not None
+    # A record drawn with probability 1 is simply in the batch: no mixture.
+    amplified = rel.sampling in AMPLIFIED and rel.value_out is not None and rel.rate < 1
     vout = np.asarray(rel.value_out, dtype=float) if amplified else None
     finite = np.isfinite(vD).all(axis=1) & np.isfinite(vDp).all(axis=1) & np.isfinite(a).all(1)
     if vout is not None:
@@ -205,7 +210,7 @@ def replay_losses(
         return LD, -LP, VD, VP, gD and gP, len(cur.ledger)
 
     parts = map_blocks(block, trials, seed=seed, block_size=int(block_size or DEFAULT_BLOCK),
-                       executor=execution)
+                       **executor_kwargs(execution))
     gaussian = all(b[4] for b in parts)
     V = (np.concatenate([np.concatenate([b[2], b[3]]) for b in parts]) if gaussian else None)
     return {
@@ -247,6 +252,7 @@ def audit_whitebox(
     block_size: int | None = None,
     backend: str = "numpy",
     execution: Execution | None = None,
+    accountant: bool = True,
 ) -> AuditResult:
     """White-box epsilon lower bound of a registered curator algorithm.
 
@@ -311,10 +317,11 @@ def audit_whitebox(
                 gdp_mu, gdp_pair, gdp_method = mu, r["label"], method
         gdp_eps = stats.epsilon_from_gdp(gdp_mu, setup.delta)
     chosen_eps = gdp_eps if use_gdp else cp.epsilon
-    best_label = gdp_pair if use_gdp else cp.label
+    best_label = gdp_pair if use_gdp else cp.label.removesuffix(" (reversed)")
     best = next(r for r in runs if r["label"] == best_label)
 
-    eps_acc, acc_note = accountant_epsilon(setup)
+    eps_acc, acc_note = (accountant_epsilon(setup) if accountant
+                         else (None, "not computed (accountant=False)"))
     grid_top = max(2.0 * setup.epsilon_claimed, 1.0)
     grid = np.linspace(0.0, grid_top, 41)
     profile = stats.privacy_profile(best["loss_D"], grid)
