@@ -380,10 +380,10 @@ def bound_from_scores(
     """Choose tests on the selection splits, bound them on the test splits.
 
     Every candidate (a neighbouring pair with a distinguisher, in both orientations of
-    its score) and every threshold is ranked by the bound it anticipates on its test split; the ``top_k`` best are bounded
-    on their test splits at ``alpha / top_k`` each (Bonferroni) and the largest bound is
-    returned. Nothing is chosen on the counts that bound it, so the result holds at
-    confidence ``1 - alpha`` whatever the selection did.
+    its score) and every threshold is ranked by the bound it anticipates on its test
+    split; the ``top_k`` best are bounded on their test splits at ``alpha / top_k`` each
+    (Bonferroni) and the largest bound is returned. Nothing is chosen on the counts that
+    bound it, so the result holds at confidence ``1 - alpha`` whatever the selection did.
 
     Examples
     --------
