@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.backends import Backend, get_backend
+from dpverify.backends import Backend, NumpyBackend, get_backend
 from dpverify.data import Dataset, NeighbourPair
 from dpverify.errors import InputError, check_positive
 
@@ -194,6 +194,8 @@ class Curator:
         self.n = int(n_public if n_public is not None else data.n)
         self.d = data.d
         self._slots = data.n
+        self._ones: np.ndarray | None = None
+        self._ones_b: Any = None
         self._to_backend()
         self.ledger = Ledger(dataset_size=self.n, trials=self.trials)
         self._step: int | None = None
@@ -248,6 +250,8 @@ class Curator:
         self._X = [b.asarray(w.X) for w in self._worlds]
         self._y = [b.asarray(w.y) for w in self._worlds]
         self._present_b = [b.asarray(p.astype(float)) for p in self._present]
+        self._all_present = [bool(p.all()) for p in self._present]
+        self._ones = self._ones_b = None
 
     @property
     def replaying(self) -> bool:
@@ -264,9 +268,32 @@ class Curator:
 
     # sampling ---------------------------------------------------------------------
     def full_batch(self) -> Batch:
-        """Every record, every trial."""
-        w = np.ones((self.trials, self._slots))
-        return Batch("full", w, 1.0, self.n)
+        """Every record, every trial. Its weights are one shared read-only array."""
+        return Batch("full", self._full_weights(), 1.0, self.n)
+
+    def _full_weights(self) -> np.ndarray:
+        # Built once: a fresh (trials, slots) array per step costs an allocation and a pass
+        # over memory the size of the whole trial block, as much as a cheap query itself.
+        if self._ones is None:
+            w = np.ones((self.trials, self._slots))
+            w.flags.writeable = False
+            self._ones = w
+        return self._ones
+
+    def all_ones(self, w: Any) -> bool:
+        """Whether ``w`` is the weight array of a full batch with every record present.
+
+        A query may then skip multiplying by ``w`` (a product with 1 changes nothing).
+
+        Examples
+        --------
+        >>> from dpverify.data import Dataset
+        >>> cur = Curator(Dataset(np.ones((3, 1)), np.zeros(3)), trials=2)
+        >>> cur.gaussian("s", lambda X, y, w: (1.0 * cur.all_ones(w)) * (w @ X),
+        ...              sensitivity=1.0, noise_std=0.0).tolist()
+        [[3.0], [3.0]]
+        """
+        return w is not None and w is self._ones_b
 
     def sample(
         self, scheme: str, *, rate: float | None = None, size: int | None = None
@@ -398,7 +425,15 @@ class Curator:
 
     def _evaluate(self, query: Query, world: int, w: np.ndarray) -> Any:
         b = self.backend
-        wb = b.asarray(w) * self._present_b[world]
+        if w is self._ones and self._all_present[world] and isinstance(b, NumpyBackend):
+            wb = self._ones_b  # the product below would be a copy of w
+            if wb is None:
+                wb = self._ones if b.dtype_name == "float64" else b.asarray(self._ones)
+                wb.flags.writeable = False
+                self._ones_b = wb
+        else:
+            # The shared full-batch array is read-only; hand other backends a copy.
+            wb = b.asarray(np.array(w) if w is self._ones else w) * self._present_b[world]
         out = query(self._X[world], self._y[world], wb)
         if tuple(out.shape[:1]) != (self.trials,):
             raise InputError(
@@ -434,7 +469,10 @@ class Curator:
         )
         if batch.scheme not in AMPLIFIED and batch.scheme != "full":
             rel.touched = batch.weights > 0
-        self.ledger.records_touched += int(np.sum(batch.weights[0] * self._present[0]))
+        if batch.weights is self._ones:
+            self.ledger.records_touched += int(np.count_nonzero(self._present[0]))
+        else:
+            self.ledger.records_touched += int(np.sum(batch.weights[0] * self._present[0]))
 
         if not self.replaying:
             value = self._evaluate(query, 0, batch.weights)

@@ -1,0 +1,225 @@
+"""Execution: block layout, executors (serial, local processes, Dask), progress, context.
+
+The determinism tests run the same trials through every executor and several chunkings
+and require bit-identical outputs: blocks are seeded by index from the root seed, so
+nothing else may matter.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dpverify import executors, progress
+from dpverify.checks import RunContext
+from dpverify.errors import InputError
+from dpverify.execution import (
+    DEFAULT_BLOCK,
+    Execution,
+    OutputBlock,
+    auto_block_size,
+    block_layout,
+    build_problem,
+    executor_from_context,
+    map_blocks,
+    resolve_block_size,
+    run_blocks,
+    sample_outputs,
+)
+from dpverify.executors import resolve_execution
+from dpverify.registry import resolve
+
+
+@pytest.fixture(scope="module")
+def gd() -> tuple[Any, dict[str, Any], Any]:
+    t = resolve("noisy_gd:sound")
+    p = t.algorithm.params("sound", {"T": 15, "n": 120, "d": 4})
+    return t, p, build_problem(t, p, 0)
+
+
+@pytest.fixture(scope="module")
+def pools() -> Iterator[None]:
+    """Worker pools and Dask clients started by these tests are stopped at the end."""
+    yield
+    executors.shutdown()
+
+
+def _uniform_block(ss: np.random.SeedSequence, k: int, i: int) -> tuple[np.ndarray, int]:
+    rng = np.random.default_rng(ss)
+    return rng.standard_normal((k, 3)), i
+
+
+# layout -------------------------------------------------------------------------------
+
+
+def test_block_layout_covers_the_trials_in_fixed_blocks() -> None:
+    assert block_layout(10, 4) == [4, 4, 2]
+    assert block_layout(0, 4) == []
+    assert sum(block_layout(12345)) == 12345
+    with pytest.raises(InputError):
+        block_layout(10, 0)
+
+
+def test_auto_block_size_follows_cache_and_memory_budget() -> None:
+    assert auto_block_size(1000) == 64
+    assert auto_block_size(1000, dtype="float32") == 128
+    assert auto_block_size(10) == 1024  # capped
+    assert auto_block_size(10**5) == 16  # floor for Python overhead
+    # the budget wins over the cache rule: 8 arrays of n float64 per trial
+    n, budget = 10**6, 8 * 8 * 10**6 * 3
+    assert auto_block_size(n, memory_budget=budget) == 3
+    assert auto_block_size(10**9, memory_budget=1) == 1
+    assert resolve_block_size(None, n=1000) == 64
+    assert resolve_block_size(7, n=1000) == 7
+    for bad in (0, -3, 2.5, "big", True):
+        with pytest.raises(InputError):
+            resolve_block_size(bad, n=10)
+
+
+def test_defaults_keep_the_serial_in_order_behaviour() -> None:
+    calls: list[int] = []
+
+    def fn(ss: np.random.SeedSequence, k: int, i: int) -> int:
+        calls.append(i)
+        return k
+
+    assert map_blocks(fn, 2 * DEFAULT_BLOCK + 1, seed=0) == [DEFAULT_BLOCK, DEFAULT_BLOCK, 1]
+    assert calls == [0, 1, 2]
+
+
+# determinism across executors -----------------------------------------------------------
+
+
+def test_outputs_are_bit_identical_across_executors_and_chunkings(gd: Any, pools: None) -> None:
+    distributed = pytest.importorskip("distributed")
+    t, p, prob = gd
+    kw = dict(trials=400, seed=11, block_size=25)
+    ref = sample_outputs(t, p, prob, prob.data, **kw)
+    assert ref.shape == (400, prob.data.d)
+    runs = {
+        "serial, 1-block chunks": sample_outputs(
+            t, p, prob, prob.data, executor=Execution("serial", chunk_seconds=1e-9), **kw),
+        "local x2, 1-block chunks": sample_outputs(
+            t, p, prob, prob.data, executor=Execution("local", workers=2, chunk_seconds=1e-9),
+            **kw),
+        "local x2, large chunks": sample_outputs(
+            t, p, prob, prob.data, executor=Execution("local", workers=2, chunk_seconds=100.0),
+            **kw),
+    }
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        runs["dask"] = sample_outputs(t, p, prob, prob.data, executor="dask",
+                                      scheduler=cluster.scheduler_address, **kw)
+        executors.shutdown()  # closes the client before its cluster goes
+    for name, out in runs.items():
+        assert np.array_equal(out, ref), name
+    # and the seed matters: another root seed gives other trials
+    other = sample_outputs(t, p, prob, prob.data, **{**kw, "seed": 12})
+    assert not np.allclose(other, ref)
+
+
+def test_closures_and_plain_functions_run_in_worker_processes(pools: None) -> None:
+    pytest.importorskip("cloudpickle")
+    scale = 3.0
+    closure = lambda ss, k, i: np.random.default_rng(ss).random(k) * scale  # noqa: E731
+    serial = run_blocks(closure, 50, seed=4, block_size=7)
+    local = run_blocks(closure, 50, seed=4, block_size=7, executor="local", workers=2)
+    assert np.array_equal(serial.concatenate(), local.concatenate())
+    assert local.execution == "local (2 workers)" and local.computed == 8
+    tuples = map_blocks(_uniform_block, 20, seed=1, block_size=6, workers=2)
+    assert [i for _, i in tuples] == [0, 1, 2, 3]
+    assert np.array_equal(np.concatenate([a for a, _ in tuples]),
+                          np.concatenate([a for a, _ in map_blocks(_uniform_block, 20, seed=1,
+                                                                   block_size=6)]))
+
+
+def test_float32_runs_in_single_precision_and_tracks_float64(gd: Any) -> None:
+    t, p, prob = gd
+    a64 = sample_outputs(t, p, prob, prob.data, trials=64, seed=3, block_size=32)
+    a32 = sample_outputs(t, p, prob, prob.data, trials=64, seed=3, block_size=32,
+                         dtype="float32")
+    # the same blocks draw the same noise stream (in float64, then rounded)
+    assert a32.dtype == np.float32 and a64.dtype == np.float64
+    assert not np.array_equal(a32.astype(np.float64), a64)
+    np.testing.assert_allclose(a32, a64, rtol=1e-3, atol=1e-3)
+
+
+def test_output_block_travels_by_name_and_keys_what_matters(gd: Any) -> None:
+    t, p, prob = gd
+    fn = OutputBlock(t, p, prob, prob.data)
+    assert fn.target == "noisy_gd:sound"
+    cloudpickle = pytest.importorskip("cloudpickle")
+    clone = pickle.loads(cloudpickle.dumps(fn))
+    ss = np.random.SeedSequence(5)
+    assert np.array_equal(clone(ss, 4, 0), fn(ss, 4, 0))
+    key = fn.checkpoint_key()
+    assert key == OutputBlock(t, dict(p), prob, prob.data).checkpoint_key()
+    assert key != OutputBlock(t, {**p, "T": 16}, prob, prob.data).checkpoint_key()
+    assert key != OutputBlock(t, p, prob, prob.data.without(0)).checkpoint_key()
+    assert key != OutputBlock(t, p, prob, prob.data, dtype="float32").checkpoint_key()
+
+
+# configuration ----------------------------------------------------------------------------
+
+
+def test_resolve_execution_and_bad_settings() -> None:
+    assert resolve_execution().executor == "serial"
+    assert resolve_execution(workers=3).describe() == "local (3 workers)"
+    assert resolve_execution("local", workers=1).executor == "serial"
+    assert resolve_execution(scheduler="tcp://h:1").executor == "dask"
+    ex = resolve_execution(Execution("local", workers=2), workers=4, checkpoint="ck")
+    assert (ex.workers, ex.checkpoint) == (4, "ck")
+    for bad in (dict(executor="ray"), dict(executor="local", workers=0),
+                dict(executor="serial", scheduler="tcp://h:1"),
+                dict(executor="local", workers=2.5)):
+        with pytest.raises(InputError):
+            Execution(**bad)
+    with pytest.raises(InputError):
+        resolve_execution(42)  # type: ignore[arg-type]
+
+
+def test_executor_from_context() -> None:
+    seen: list[tuple[str, float]] = []
+    ex = executor_from_context(RunContext(workers=2, progress=lambda s, f: seen.append((s, f))))
+    assert ex.executor == "local" and ex.workers == 2 and callable(ex.progress)
+    ex = executor_from_context(RunContext(executor="dask", scheduler="tcp://s:8786"))
+    assert ex.describe() == "dask (tcp://s:8786)"
+    quiet = executor_from_context(RunContext(extras={"quiet": True, "checkpoint": "ck"}))
+    assert quiet.executor == "serial" and quiet.progress is None and quiet.checkpoint == "ck"
+    assert executor_from_context(RunContext()).progress == "auto"
+    out = map_blocks(lambda ss, k, i: k, 10, seed=0, block_size=4,
+                     executor=Execution("serial", progress=lambda s, f: seen.append((s, f))))
+    assert out == [4, 4, 2] and seen[-1][1] == 1.0
+
+
+# progress ---------------------------------------------------------------------------------
+
+
+def test_progress_callback_counts_trials_and_resumed_ones() -> None:
+    seen: list[float] = []
+    map_blocks(lambda ss, k, i: k, 10, seed=0, block_size=4,
+               progress=lambda label, f: seen.append(f))
+    assert seen == [0.0, 0.4, 0.8, 1.0]
+    with progress.TrialProgress(10, "x", lambda label, f: seen.append(f), initial=6) as p:
+        assert p.fraction == 0.6
+
+
+def test_progress_bar_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Not a terminal (pytest captures stderr): nothing is shown, even when asked.
+    assert not progress.TrialProgress(10, "x", True).active
+    assert not progress.TrialProgress(10, "x", None).active
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    fake = Tty()
+    monkeypatch.setattr("sys.stderr", fake)
+    map_blocks(lambda ss, k, i: k, 1000, seed=0, block_size=100, progress=True,
+               checkpoint_key="demo")
+    assert "trials" in fake.getvalue()

@@ -1,0 +1,129 @@
+"""Checkpoints: atomic block files, run keys, and resuming a run killed with SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dpverify.checkpoint import BlockStore, fingerprint, pack, unpack
+from dpverify.errors import InputError
+from dpverify.execution import OutputBlock, build_problem, run_blocks
+from dpverify.registry import resolve
+
+# A run of noisy GD whose blocks are slowed down so that it can be killed part-way.
+SCRIPT = textwrap.dedent("""
+    import json, sys, time
+    import numpy as np
+    from dpverify.execution import OutputBlock, build_problem, run_blocks
+    from dpverify.registry import resolve
+
+    class Slow(OutputBlock):
+        def __call__(self, ss, k, i):
+            time.sleep(0.05)
+            return super().__call__(ss, k, i)
+
+    t = resolve("noisy_gd:sound")
+    p = t.algorithm.params("sound", {"T": 10, "n": 100, "d": 3})
+    prob = build_problem(t, p, 0)
+    fn = Slow(t, p, prob, prob.data)
+    run = run_blocks(fn, 40 * 8, seed=7, block_size=8, checkpoint=sys.argv[1],
+                     checkpoint_key=fn.checkpoint_key())
+    np.save(sys.argv[2], run.concatenate())
+    print(json.dumps({"computed": run.computed, "resumed": run.resumed}))
+""")
+BLOCKS = 40
+
+
+def _reference() -> np.ndarray:
+    t = resolve("noisy_gd:sound")
+    p = t.algorithm.params("sound", {"T": 10, "n": 100, "d": 3})
+    prob = build_problem(t, p, 0)
+    return run_blocks(OutputBlock(t, p, prob, prob.data), BLOCKS * 8, seed=7,
+                      block_size=8).concatenate()
+
+
+def _block_files(root: Path) -> list[Path]:
+    return sorted(root.glob("*/block-*.npz"))
+
+
+def test_a_run_killed_part_way_resumes_without_losing_finished_blocks(tmp_path: Path) -> None:
+    script = tmp_path / "run.py"
+    script.write_text(SCRIPT)
+    ckpt, out = tmp_path / "ckpt", tmp_path / "out.npy"
+    cmd = [sys.executable, str(script), str(ckpt), str(out)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while len(_block_files(ckpt)) < 5:
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        assert time.monotonic() < deadline, "no checkpoint appeared"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL and not out.exists()
+    kept = len(_block_files(ckpt))
+    assert 5 <= kept < BLOCKS
+    # Every file on disk is whole: atomic writes leave no partial block behind.
+    store = BlockStore(ckpt, next(ckpt.iterdir()).name)
+    assert len(store.load([8] * BLOCKS)) == kept
+
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    info = json.loads(res.stdout.strip().splitlines()[-1])
+    assert info["resumed"] >= kept and info["resumed"] + info["computed"] == BLOCKS
+    assert info["computed"] > 0
+    assert np.array_equal(np.load(out), _reference())
+
+
+def test_store_keys_separate_runs_and_reload_blocks(tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    def fn(ss: np.random.SeedSequence, k: int, i: int) -> dict[str, Any]:
+        calls.append(i)
+        return {"x": np.random.default_rng(ss).random(k), "i": i}
+
+    first = run_blocks(fn, 10, seed=3, block_size=4, checkpoint=tmp_path, checkpoint_key="f")
+    assert (first.computed, first.resumed) == (3, 0)
+    again = run_blocks(fn, 10, seed=3, block_size=4, checkpoint=tmp_path, checkpoint_key="f")
+    assert (again.computed, again.resumed) == (0, 3) and calls == [0, 1, 2]
+    for a, b in zip(first.results, again.results, strict=True):
+        assert np.array_equal(a["x"], b["x"]) and int(b["i"]) == a["i"]
+    # Another seed, layout or key is another run, in another folder.
+    run_blocks(fn, 10, seed=4, block_size=4, checkpoint=tmp_path, checkpoint_key="f")
+    run_blocks(fn, 10, seed=3, block_size=5, checkpoint=tmp_path, checkpoint_key="f")
+    run_blocks(fn, 10, seed=3, block_size=4, checkpoint=tmp_path, checkpoint_key="g")
+    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 4
+    assert all(json.loads((p / "manifest.json").read_text())["run"]["trials"] == 10
+               for p in tmp_path.iterdir())
+
+
+def test_a_damaged_block_file_is_recomputed(tmp_path: Path) -> None:
+    fn = lambda ss, k, i: np.random.default_rng(ss).random(k)  # noqa: E731
+    ref = run_blocks(fn, 9, seed=1, block_size=3, checkpoint=tmp_path, checkpoint_key="h")
+    victim = sorted(tmp_path.glob("*/block-0000001.npz"))[0]
+    victim.write_bytes(b"not an npz")
+    again = run_blocks(fn, 9, seed=1, block_size=3, checkpoint=tmp_path, checkpoint_key="h")
+    assert (again.computed, again.resumed) == (1, 2)
+    assert np.array_equal(again.concatenate(), ref.concatenate())
+
+
+def test_pack_round_trip_and_refusals() -> None:
+    value = (np.arange(3.0), [np.float32(2.5), {"a": np.eye(2)}], 7)
+    back = unpack(pack(value))
+    assert np.array_equal(back[0], value[0]) and float(back[1][0]) == 2.5
+    assert np.array_equal(back[1][1]["a"], np.eye(2)) and int(back[2]) == 7
+    with pytest.raises(InputError):
+        pack(object())
+    with pytest.raises(InputError):
+        pack({1: np.zeros(1)})
+    assert fingerprint({"a": [1, 2]}) != fingerprint({"a": [2, 1]})
