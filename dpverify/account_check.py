@@ -81,4 +81,29 @@ def account_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
     word = "exceeds" if violated else "is within"
     msg = (f"ledger epsilon {eps_acc:.4g} {word} the claimed {eps_claimed:.4g} "
            f"at delta={res.delta:g} ({len(ledger)} releases)")
-    return Outcome(verdict, metrics, {"events": [str(e) for e in res.events][:4]}, msg)
+    evidence: dict[str, Any] = {"events": [str(e) for e in res.events][:4]}
+
+    # An adaptive run is guaranteed by its privacy filter, and its ledger is one sample of
+    # what it may spend: the filter's budget must fit the claim, and so must every run.
+    from dpverify import filters
+
+    if claim.rho is not None:
+        for f in filters.filters_of(ledger):
+            g = filters.filter_guarantee(ledger, claim, f, rtol)
+            metrics.update({k: g[k] for k in ("filter_budget", "filter_spent_max") if k in g})
+            if g["violated"]:
+                violated = True
+                msg += f"; filter budget {g.get('filter_budget'):.4g} exceeds the claim"
+        runs = int(spec.options.get("runs", 1))
+        if runs > 1:
+            over = filters.ledger_rho_over_runs(spec.target, dict(spec.params), runs=runs,
+                                                seed=ctx.seed, scale=ctx.scale)
+            worst = over.get("max")
+            metrics["rho_accountant_max_over_runs"] = worst
+            metrics["runs"] = runs
+            evidence["rho_over_runs"] = over
+            if worst is not None and worst > claim.rho * (1.0 + rtol):
+                violated = True
+                msg += f"; worst of {runs} runs spent rho {worst:.4g} > claimed {claim.rho:.4g}"
+    verdict = Verdict.FAIL if violated else Verdict.PASS
+    return Outcome(verdict, metrics, evidence, msg)
