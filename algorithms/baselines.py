@@ -164,7 +164,7 @@ def _gd_run(*, steps_counted: str = "all", bug: str = "none", noise_growth: bool
         counted = T if steps_counted == "all" else max(1, T // 2)
         sigma = _gd_sigma(p, counted)
         if noise_growth:
-            sigma *= math.sqrt(cur.n / 100.0)  # more noise than needed, growing with n
+            sigma *= max(1.0, math.sqrt(cur.n / 100.0))  # more noise than needed, growing with n
         sens = l2_sensitivity_of_sum(float(p["clip"]), str(p["relation"]))
         query, declared, divisor = _bugged_query(bug, p, sens, float(cur.n))
         batches = (cur.full_batch() for _ in range(T))
