@@ -130,7 +130,19 @@ def run_check(spec: CheckSpec, ctx: RunContext) -> CheckResult:
             f"known: {sorted(CHECK_KINDS)}"
         )
     t0 = time.perf_counter()
-    outcome = CHECK_KINDS[spec.kind](spec, ctx)
+    try:
+        outcome = CHECK_KINDS[spec.kind](spec, ctx)
+    except InputError:
+        raise
+    except Exception as e:  # a crashing check is reported, not allowed to sink the run
+        import traceback
+
+        outcome = Outcome(
+            Verdict.INCONCLUSIVE,
+            {"error": f"{type(e).__name__}: {e}"},
+            {"traceback": traceback.format_exc(limit=8)},
+            f"the check raised {type(e).__name__}: {e}",
+        )
     return CheckResult(spec, outcome, time.perf_counter() - t0)
 
 
@@ -144,6 +156,8 @@ def jsonable(obj: Any) -> Any:
         return [jsonable(v) for v in obj]
     if isinstance(obj, np.ndarray):
         return jsonable(obj.tolist())
+    if isinstance(obj, np.bool_):
+        return bool(obj)
     if isinstance(obj, (np.integer,)):
         return int(obj)
     if isinstance(obj, (float, np.floating)):

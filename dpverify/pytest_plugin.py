@@ -15,7 +15,8 @@ import pytest
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("dpverify")
-    group.addoption("--dpverify-seed", type=int, default=0, help="root seed of suite checks")
+    group.addoption("--dpverify-seed", type=int, default=None,
+                    help="root seed of suite checks (default: each suite's own, else 0)")
     group.addoption("--dpverify-scale", choices=["quick", "thorough"], default="quick",
                     help="scale of suite checks")
 
@@ -68,7 +69,9 @@ class CheckItem(pytest.Item):
         from dpverify.suites import scaled
 
         cfg = self.config
-        seed = self.suite_seed if self.suite_seed is not None else cfg.getoption("dpverify_seed")
+        seed = cfg.getoption("dpverify_seed")
+        if seed is None:
+            seed = self.suite_seed if self.suite_seed is not None else 0
         scale = cfg.getoption("dpverify_scale")
         res = run_check(scaled(self.spec, scale), RunContext(seed=seed, scale=scale))
         self.user_properties.append(("verdict", res.outcome.verdict.value))
