@@ -343,18 +343,21 @@ def anticipated_bounds(
     whose selection counts happened to be near zero in the far tail (a winner's curse);
     the pessimistic rates rank thresholds by what they will prove.
     """
+    if method not in ("cp", "gdp"):
+        raise InputError(f"bound method must be 'cp' or 'gdp', got {method!r}")
     sp, sn = np.sort(pos), np.sort(neg)
-    fp_sel = tail_counts(sn, thresholds)
-    fn_sel = sp.size - tail_counts(sp, thresholds)
-    fpr = clopper_pearson(fp_sel, max(sn.size, 1), select_level, "upper")
-    fnr = clopper_pearson(fn_sel, max(sp.size, 1), select_level, "upper")
-    fp = fpr * n_neg_test
-    fn = fnr * n_pos_test
+
+    def anticipated_upper(count: np.ndarray, n_sel: int, n_test: int) -> np.ndarray:
+        # Many thresholds share a count (ties, sparse tails): bound each count once.
+        u, inv = np.unique(count, return_inverse=True)
+        rate = clopper_pearson(u, max(n_sel, 1), select_level, "upper")
+        return clopper_pearson(rate * n_test, n_test, alpha / 2, "upper")[inv]
+
+    fpr_ub = anticipated_upper(tail_counts(sn, thresholds), sn.size, n_neg_test)
+    fnr_ub = anticipated_upper(sp.size - tail_counts(sp, thresholds), sp.size, n_pos_test)
     if method == "cp":
-        return epsilon_lower_bound(fp, n_neg_test, fn, n_pos_test, delta, alpha)
-    if method == "gdp":
-        return gdp_mu_lower_bound(fp, n_neg_test, fn, n_pos_test, alpha)
-    raise InputError(f"bound method must be 'cp' or 'gdp', got {method!r}")
+        return epsilon_from_rates(fpr_ub, fnr_ub, delta)
+    return gdp_mu_from_rates(fpr_ub, fnr_ub)
 
 
 @dataclass

@@ -272,7 +272,8 @@ def audit_whitebox(
 
     Examples
     --------
-    >>> r = audit_whitebox("noisy_gd:sound", params={"T": 5, "loss": "linear"}, trials=2000)
+    >>> r = audit_whitebox("noisy_gd:sound", params={"T": 5, "n": 50, "loss": "linear"},
+    ...                    trials=1000)
     >>> r.bound, r.verdict.value, 0.8 < r.tightness <= 1.0
     ('gdp', 'PASS', True)
     """
