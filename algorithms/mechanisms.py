@@ -49,7 +49,15 @@ def make_sum_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Pro
 
 
 def clipped_sum(xp: Any, clip: float | None, norm: str = "l2"):
-    """The query sum_i w_i clip(x_i): each record scaled down to norm ``clip``."""
+    """The query sum_i w_i clip(x_i): each record scaled down to norm ``clip``.
+
+    Examples
+    --------
+    >>> import array_api_compat.numpy as xp
+    >>> q = clipped_sum(xp, 1.0)
+    >>> q(np.array([[3.0, 4.0], [0.3, 0.4]]), None, np.ones((1, 2))).round(6).tolist()
+    [[0.9, 1.2]]
+    """
     order = 1 if norm == "l1" else 2
 
     def query(X: Any, y: Any, w: Any) -> Any:
@@ -242,7 +250,15 @@ def make_histogram_problem(params: Mapping[str, Any], rng: np.random.Generator) 
 
 
 def histogram_query(xp: Any, bins: int):
-    """Counts of records per bin of the first feature (values outside [-1, 1] clamp)."""
+    """Counts of records per bin of the first feature (values outside [-1, 1] clamp).
+
+    Examples
+    --------
+    >>> import array_api_compat.numpy as xp
+    >>> histogram_query(xp, 4)(np.array([[-1.0], [0.1], [0.2], [5.0]]), None,
+    ...                        np.ones((1, 4))).tolist()
+    [[1.0, 0.0, 2.0, 1.0]]
+    """
 
     def query(X: Any, y: Any, w: Any) -> Any:
         b = xp.floor((X[:, 0] + 1.0) * (bins / 2.0))

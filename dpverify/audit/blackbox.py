@@ -51,6 +51,13 @@ GDP_ASSUMPTION = ("GDP bound: assumes the output's trade-off curve is Gaussian (
 
 
 def check_bound(bound: str) -> str:
+    """Return ``bound`` if it names a bound (``cp``, ``gdp``, ``auto``), else raise.
+
+    Examples
+    --------
+    >>> check_bound("gdp")
+    'gdp'
+    """
     if bound not in ("cp", "gdp", "auto"):
         raise InputError(f"bound must be 'cp', 'gdp' or 'auto', got {bound!r}")
     return bound

@@ -64,7 +64,14 @@ def _fmt(x: float | None) -> str:
 
 
 def summary(res: AuditResult) -> str:
-    """A few lines a person reads after an audit."""
+    """A few lines a person reads after an audit.
+
+    Examples
+    --------
+    >>> r = AuditResult("x", "blackbox", 0.5, 1.0, 1.0, 1e-5, 0.95, 1000, "cp")
+    >>> print(summary(r).splitlines()[-1])
+      PASS: no evidence of violation at level 0.05
+    """
     d = res.details
     lines = [f"audit of {res.target} ({res.mode}, {res.trials} trials, "
              f"confidence {res.confidence:g}, delta {res.delta:g})"]

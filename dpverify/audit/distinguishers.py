@@ -263,7 +263,13 @@ def resolve_distinguishers(spec: str | list[str] | tuple[str, ...]) -> list[tupl
 
 
 def safe_scores(scorer: Scorer, X: np.ndarray, name: str) -> np.ndarray:
-    """Scores as a flat float array, NaN mapped to the neutral 0, checked for shape."""
+    """Scores as a flat float array, NaN mapped to the neutral 0, checked for shape.
+
+    Examples
+    --------
+    >>> safe_scores(lambda X: X[:, 0] / X[:, 1], np.array([[1.0, 2.0], [0.0, 0.0]]), "r")
+    array([0.5, 0. ])
+    """
     s = np.asarray(scorer(X), dtype=float).reshape(-1)
     if s.shape[0] != X.shape[0]:
         raise InputError(f"distinguisher {name!r} returned {s.shape[0]} scores for "
@@ -272,7 +278,13 @@ def safe_scores(scorer: Scorer, X: np.ndarray, name: str) -> np.ndarray:
 
 
 def describe(name: str) -> dict[str, Any]:
-    """A JSON-ready description of a distinguisher."""
+    """A JSON-ready description of a distinguisher.
+
+    Examples
+    --------
+    >>> describe("norm")["summary"]
+    "Distance from the mean of the D' outputs (orientation is left to the threshold test)."
+    """
     fn = DISTINGUISHERS.get(name)
     doc = (fn.__doc__ or "").strip().splitlines()[0] if fn else name
     return {"name": name, "summary": doc}

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -295,7 +295,13 @@ def candidate_thresholds(*scores: np.ndarray) -> np.ndarray:
 
 
 def tail_counts(sorted_scores: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
-    """How many scores are ``>= t`` for each threshold (``sorted_scores`` ascending)."""
+    """How many scores are ``>= t`` for each threshold (``sorted_scores`` ascending).
+
+    Examples
+    --------
+    >>> tail_counts(np.array([1.0, 2.0, 2.0, 3.0]), np.array([0.0, 2.0, 3.5])).tolist()
+    [4, 3, 0]
+    """
     return sorted_scores.size - np.searchsorted(sorted_scores, thresholds, side="left")
 
 
@@ -314,7 +320,6 @@ class ThresholdBound:
     alpha: float
     label: str = ""
     anticipated: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def fpr_upper(self) -> float:
@@ -342,6 +347,16 @@ def anticipated_bounds(
     test. Ranking by point estimates would pick, among hundreds of thresholds, the one
     whose selection counts happened to be near zero in the far tail (a winner's curse);
     the pessimistic rates rank thresholds by what they will prove.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> pos, neg = rng.normal(2, 1, 2000), rng.normal(0, 1, 2000)
+    >>> th = np.array([-5.0, 1.0, 5.0])
+    >>> a = anticipated_bounds(pos, neg, th, n_pos_test=8000, n_neg_test=8000, delta=1e-5,
+    ...                        alpha=0.05, method="cp")
+    >>> bool(a[1] > max(a[0], a[2]))  # the middle threshold, not the empty tails
+    True
     """
     if method not in ("cp", "gdp"):
         raise InputError(f"bound method must be 'cp' or 'gdp', got {method!r}")

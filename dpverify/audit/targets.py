@@ -188,13 +188,28 @@ def make_pairs(setup: AuditSetup, neighbours: str | Sequence[str]) -> list[Pair]
 
 
 def executor_kwargs(execution: Execution | None) -> dict[str, Any]:
-    """``executor=`` for the block runners when an execution is chosen (serial otherwise)."""
+    """``executor=`` for the block runners when an execution is chosen (serial otherwise).
+
+    Examples
+    --------
+    >>> executor_kwargs(None)
+    {}
+    """
     return {} if execution is None else {"executor": execution}
 
 
 def call_user(fn: Callable[..., Any], name: str, data: Any, rng: np.random.Generator,
               trials: int) -> Any:
-    """Call a user's ``f(data, rng, trials)``; an exception becomes an :class:`InputError`."""
+    """Call a user's ``f(data, rng, trials)``; an exception becomes an :class:`InputError`.
+
+    Examples
+    --------
+    >>> try:
+    ...     call_user(lambda d, r, k: 1 / 0, "m:f", None, np.random.default_rng(), 3)
+    ... except InputError as e:
+    ...     print(str(e).split(" (")[0])
+    target m:f raised ZeroDivisionError: division by zero
+    """
     try:
         return fn(data, rng, trials)
     except InputError:
@@ -250,6 +265,12 @@ def accountant_epsilon(setup: AuditSetup) -> tuple[float | None, str]:
     """epsilon_accountant of a registered target's ledger at the audit's delta.
 
     Returns ``(None, reason)`` for a callable (it has no ledger) or an unsupported ledger.
+
+    Examples
+    --------
+    >>> eps, how = accountant_epsilon(prepare("noisy_gd:sound", params={"T": 3}))
+    >>> round(eps, 3), how
+    (1.0, 'pld')
     """
     if not setup.registered:
         return None, "a callable has no ledger"

@@ -187,7 +187,15 @@ def transcript_privacy_loss(ledger: Ledger) -> tuple[np.ndarray, np.ndarray | No
 
 
 def swapped(pair: NeighbourPair) -> NeighbourPair:
-    """The pair with its two worlds exchanged (same relation and index)."""
+    """The pair with its two worlds exchanged (same relation and index).
+
+    Examples
+    --------
+    >>> from dpverify.data import Dataset
+    >>> p = swapped(NeighbourPair.add_remove(Dataset(np.eye(3), np.zeros(3)), 1))
+    >>> p.D.n, p.D_prime.n, p.index
+    (2, 3, 1)
+    """
     return NeighbourPair(pair.D_prime, pair.D, pair.relation, pair.index, pair.label)
 
 
@@ -195,7 +203,21 @@ def replay_losses(
     setup: Any, pair: NeighbourPair, trials: int, seed: np.random.SeedSequence,
     block_size: int | None = None, execution: Execution | None = None,
 ) -> dict[str, Any]:
-    """Privacy-loss samples of ``trials`` transcripts under D and under D' (seeded blocks)."""
+    """Privacy-loss samples of ``trials`` transcripts under D and under D' (seeded blocks).
+
+    Returns ``loss_D`` (log p_D / p_D' of runs on D), ``loss_D_prime`` (the same ratio on
+    runs on D', from the swapped replay), ``V`` (replayed squared Gaussian sensitivities,
+    or ``None``), ``gaussian`` (every release an unsampled Gaussian) and ``releases``.
+
+    Examples
+    --------
+    >>> from dpverify.audit.targets import make_pairs, prepare
+    >>> s = prepare("noisy_gd:sound", params={"T": 2, "n": 20})
+    >>> res = replay_losses(s, make_pairs(s, "fresh_direction")[0].pair, 8,
+    ...                     np.random.SeedSequence(0))
+    >>> res["loss_D"].shape, res["gaussian"], res["releases"]
+    ((8,), True, 2)
+    """
     t, p, problem = setup.target, setup.params, setup.problem
     other = swapped(pair)
 
@@ -223,10 +245,20 @@ def replay_losses(
 
 
 def gdp_mu_lower_bound_whitebox(run: Mapping[str, Any], alpha: float) -> tuple[float, str]:
-    """mu lower bound from one pair's loss samples: by their spread when every trial's
-    replayed sensitivity is the same (the loss is then exactly Gaussian with variance
-    mu^2), else by their means with a variance-robust standard error (conservative when
-    the sensitivity varies from trial to trial).
+    """mu lower bound from one pair's loss samples, and the method used.
+
+    By their spread when every trial's replayed sensitivity is the same (the loss is then
+    exactly Gaussian with variance mu^2), else by their means with a variance-robust
+    standard error (conservative when the sensitivity varies from trial to trial).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> run = {"loss_D": rng.normal(0.5, 1, 4000), "loss_D_prime": rng.normal(-0.5, 1, 4000),
+    ...        "V": np.ones(8000)}
+    >>> mu, method = gdp_mu_lower_bound_whitebox(run, 0.05)
+    >>> method, 0.95 < mu < 1.0
+    ('variance', True)
     """
     LD, LDp, V = run["loss_D"], run["loss_D_prime"], run["V"]
     if V is not None and V.size and np.isfinite(V).all() and V.max() > 0 \
