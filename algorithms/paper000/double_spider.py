@@ -1,0 +1,324 @@
+"""DP Double-SPIDER (paper 000, Algorithm 2, text lines 138-155; Theorems 1, 6, 7).
+
+Minimises the dual (3) L(x, eta) = (lambda/n) sum_i psi*((l_i(x) - G eta)/lambda) + G eta,
+the rescaled L(x, eta) = L^(x, G eta) of line 130 (with which Lemma 1's L2 = G^2 M/lambda,
+line 392, is the eta-smoothness). Two SPIDER estimators: g_t for d L/d eta (refreshed on the
+full data every q steps, line 4; corrected by noisy minibatch differences, line 6) and v_t for
+grad_x L (lines 10 and 12), with steps alpha = 1/(4 L2) and
+beta_t = min{1/(2 L0 + L1 sqrt(H)), 1/(L0 sqrt(n) ||v_t||)} (Theorem 7, line 480), H read as
+H0 of Proposition 1 (line 466). N1 = N3 = n (Remark 2, line 184), N2 = N4 = q and
+q = (n eps / sqrt(d log(1/delta)))^(2/3) (Theorem 7). The output is x_tau, tau uniform on
+1..T (line 155).
+
+``paper``: as printed. Each of the four noisy queries clips the batch MEAN at its threshold
+(Algorithm 1 applied to L(.; B), lines 142-150); the increments are drawn uniformly without
+replacement; C2_t and C4_t are Theorem 6's (line 470), C4_t with |eta_t - eta_{t-1}| and
+Lemma 5's M L/lambda; sigma_1..sigma_4 are Theorem 6's with the c of
+:func:`~algorithms.paper000.common.paper_c`, each from the full (epsilon, delta); declared
+sensitivities are 2 C / N (elements bounded by C, Theorem 5); Table 1's printed conjugate.
+
+``sound``: per-sample clipping at the threshold the noise is scaled to; increments on
+Poisson batches; C2_t = L2 (||x_t - x_{t-1}|| + |eta_t - eta_{t-1}|) and
+C4_t = (K L + L2) ||x_t - x_{t-1}|| + L2 |eta_{t+1} - eta_t| (per-sample Lipschitz bounds,
+K = ``weight_bound`` on (psi*)'; clipping enforces them whatever the data); all four streams
+share one noise multiplier calibrated by the PLD accountant; the correct conjugate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from algorithms.paper000.common import (
+    TINY,
+    RandomIterate,
+    c_of,
+    calibrate_streams,
+    clip_each,
+    clip_mean,
+    finite_records,
+    glm_terms,
+    log_difference,
+    log_sign,
+    release,
+    row_log_cap,
+    sampled_batch,
+)
+from algorithms.paper000.divergences import get_divergence
+from dpverify.curator import Curator
+from dpverify.errors import InputError
+from dpverify.registry import Problem
+
+
+def divergence_of(p: Mapping[str, Any]) -> Any:
+    """The run's divergence: Table 1 as printed (``table="printed"``) or corrected.
+
+    Examples
+    --------
+    >>> divergence_of({"divergence": "chi2", "table": "printed"}).printed
+    True
+    """
+    table = str(p.get("table", "corrected"))
+    if table not in ("printed", "corrected"):
+        raise InputError(f"table must be 'printed' or 'corrected', got {table!r}")
+    return get_divergence(str(p["divergence"]), printed=table == "printed",
+                          alpha=float(p.get("alpha", 0.5)), k=float(p.get("k", 2.0)))
+
+
+def dual_constants(p: Mapping[str, Any], problem: Problem, div: Any) -> dict[str, float]:
+    """G, L, M, lambda and Lemma 1's L0, L1, L2 (line 392), H0 (Prop. 1, line 466), K.
+
+    M is psi*'s smoothness on the domain |u| <= S0 of Assumption 3 (line 122).
+
+    Examples
+    --------
+    >>> from algorithms.paper000.problems import make_dual_problem
+    >>> prm = {"n": 20, "d": 2, "divergence": "chi2", "dro_lambda": 0.5, "S0": 2.0,
+    ...        "weight_bound": 4.0}
+    >>> c = dual_constants(prm, make_dual_problem(prm, np.random.default_rng(0)),
+    ...                    get_divergence("chi2"))
+    >>> c["L2"], c["H0"]
+    (0.125, 49.0)
+    """
+    G = float(problem.info["lipschitz"])
+    L = float(problem.info["smoothness"])
+    lam = float(p["dro_lambda"])
+    S0 = float(p["S0"])
+    M = float(div.smoothness(S0))
+    if not math.isfinite(M) or M <= 0:
+        raise InputError(
+            f"Algorithm 2 needs psi* to be M-smooth with 0 < M < inf (Assumption 2, line 118); "
+            f"{div.name}{' as printed' if div.printed else ''} gives M = {M}")
+    L2 = G * G * M / lam
+    return {
+        "G": G, "L": L, "lam": lam, "M": M, "S0": S0,
+        "L0": G + G * G * M / lam, "L1": L / G, "L2": L2,
+        "H0": 2.0 * S0**3 * math.sqrt(M) + 2.0 * M * S0**4 + 1.0,
+        "K": float(p["weight_bound"]),
+    }
+
+
+def spider_schedule(p: Mapping[str, Any], n: int, d: int) -> tuple[int, int, int]:
+    """(q, T, N): epoch length, iterations and increment batch size.
+
+    q = ceil((n eps / sqrt(d log(1/delta)))^(2/3)) (Theorem 7, line 480) unless given;
+    T = ``epochs`` q (Theorem 7's T = n0 q >= 6 n c0 (L(x0, eta0) - inf L) is Theta(n)
+    epochs; set ``epochs`` for it); N2 = N4 = ``batch`` or q, the Theta(q) of Theorem 7
+    (its other terms' constants exceed n at these sizes), capped at n.
+
+    Examples
+    --------
+    >>> spider_schedule({"epsilon": 1.0, "delta": 1e-3, "q": None, "epochs": 3,
+    ...                  "batch": None}, 500, 5)
+    (20, 60, 20)
+    """
+    eps, delta = float(p["epsilon"]), float(p["delta"])
+    q = p.get("q")
+    if q is None:
+        q = math.ceil((n * eps / math.sqrt(d * math.log(1.0 / delta))) ** (2.0 / 3.0))
+    q = max(1, int(q))
+    T = q * max(1, int(p["epochs"]))
+    N = p.get("batch")
+    N = min(n, max(1, int(q if N is None else N)))
+    return q, T, N
+
+
+def clips(p: Mapping[str, Any], c: Mapping[str, float]) -> tuple[float, float]:
+    """(C1, C3): never given by the paper; defaults G (1 + K) and G K (per-sample bounds of
+    d L / d eta and grad_x L when (psi*)' <= K).
+
+    Examples
+    --------
+    >>> clips({"clip_eta": None, "clip_x": 2.0}, {"G": 0.25, "K": 4.0})
+    (1.25, 2.0)
+    """
+    G, K = c["G"], c["K"]
+    c1 = p.get("clip_eta")
+    c3 = p.get("clip_x")
+    return (G * (1.0 + K) if c1 is None else float(c1)), (G * K if c3 is None else float(c3))
+
+
+def _weights(cur: Curator, div: Any, c: Mapping[str, float], l: Any, eta: Any) -> tuple[Any, Any]:
+    a = (l - c["G"] * eta[:, None]) / c["lam"]
+    return div.log_dconj(a, cur.xp)
+
+
+def _eta_query(cur: Curator, problem: Problem, div: Any, c: Mapping[str, float], W: Any,
+               eta: Any, C: float, divisor: float, sound: bool):
+    """d L(x, eta; xi)/d eta = G (1 - (psi*)'(a)) per sample, clipped, averaged (line 4)."""
+    xp = cur.xp
+    lg = math.log(c["G"])
+
+    def query(X: Any, y: Any, w: Any) -> Any:
+        X, y, w = finite_records(xp, X, y, w)
+        l, _ = glm_terms(cur, problem, W, X, y)
+        lD, sD = _weights(cur, div, c, l, eta)
+        ld, sd = log_difference(xp, xp.zeros_like(lD) + lg, xp.ones_like(sD), lD + lg, sD)
+        if sound:
+            return xp.sum(w * clip_each(xp, ld, sd, math.log(C)), axis=1) / divisor
+        return clip_mean(xp, ld, sd, w, divisor, math.log(C))
+
+    return query
+
+
+def _eta_diff_query(cur: Curator, problem: Problem, div: Any, c: Mapping[str, float],
+                    W1: Any, e1: Any, W0: Any, e0: Any, thr: Any, divisor: float,
+                    sound: bool):
+    """d L/d eta at (x_t, eta_t) minus at (x_{t-1}, eta_{t-1}) per sample (line 6)."""
+    xp = cur.xp
+    lg = math.log(c["G"])
+    log_thr = xp.log(xp.reshape(thr, (-1, 1)))
+
+    def query(X: Any, y: Any, w: Any) -> Any:
+        X, y, w = finite_records(xp, X, y, w)
+        l1, _ = glm_terms(cur, problem, W1, X, y)
+        l0, _ = glm_terms(cur, problem, W0, X, y)
+        lD1, s1 = _weights(cur, div, c, l1, e1)
+        lD0, s0 = _weights(cur, div, c, l0, e0)
+        # G (1 - D1) - G (1 - D0) = G D0 - G D1
+        ld, sd = log_difference(xp, lD0 + lg, s0, lD1 + lg, s1)
+        if sound:
+            return xp.sum(w * clip_each(xp, ld, sd, log_thr), axis=1) / divisor
+        return clip_mean(xp, ld, sd, w, divisor, log_thr)
+
+    return query
+
+
+def _x_coefs(cur: Curator, problem: Problem, div: Any, c: Mapping[str, float], W: Any,
+             eta: Any, X: Any, y: Any) -> tuple[Any, Any]:
+    # grad_x L(x, eta; xi) = (psi*)'(a) l'(z) x_i: its coefficient in log form
+    l, dl = glm_terms(cur, problem, W, X, y)
+    lD, sD = _weights(cur, div, c, l, eta)
+    ll, sl = log_sign(cur.xp, dl)
+    return lD + ll, sD * sl
+
+
+def _x_query(cur: Curator, problem: Problem, div: Any, c: Mapping[str, float], W: Any,
+             eta: Any, C: float, divisor: float, sound: bool):
+    """grad_x L(x_t, eta_{t+1}; xi) per sample, clipped, averaged (line 10)."""
+    xp = cur.xp
+
+    def query(X: Any, y: Any, w: Any) -> Any:
+        X, y, w = finite_records(xp, X, y, w)
+        la, sa = _x_coefs(cur, problem, div, c, W, eta, X, y)
+        if sound:
+            return (w * clip_each(xp, la, sa, row_log_cap(xp, C, X)[None, :])) @ X / divisor
+        return clip_mean(xp, la, sa, w, divisor, math.log(C), X)
+
+    return query
+
+
+def _x_diff_query(cur: Curator, problem: Problem, div: Any, c: Mapping[str, float],
+                  W1: Any, e1: Any, W0: Any, e0: Any, thr: Any, divisor: float,
+                  sound: bool):
+    """grad_x L(x_t, eta_{t+1}; xi) - grad_x L(x_{t-1}, eta_t; xi) per sample (line 12)."""
+    xp = cur.xp
+    log_thr = xp.log(xp.reshape(thr, (-1, 1)))
+
+    def query(X: Any, y: Any, w: Any) -> Any:
+        X, y, w = finite_records(xp, X, y, w)
+        l1, s1 = _x_coefs(cur, problem, div, c, W1, e1, X, y)
+        l0, s0 = _x_coefs(cur, problem, div, c, W0, e0, X, y)
+        ld, sd = log_difference(xp, l1, s1, l0, s0)
+        if sound:
+            cap = log_thr + row_log_cap(xp, 1.0, X)[None, :]
+            return (w * clip_each(xp, ld, sd, cap)) @ X / divisor
+        return clip_mean(xp, ld, sd, w, divisor, log_thr, X)
+
+    return query
+
+
+def double_spider(*, sound: bool):
+    """Algorithm 2 as a ``run(cur, problem, params)`` function (module docstring).
+
+    Examples
+    --------
+    >>> from dpverify.registry import resolve
+    >>> from dpverify.execution import build_problem
+    >>> t = resolve("dp_double_spider:paper"); p = t.algorithm.params("paper", {"epochs": 1})
+    >>> cur = Curator(build_problem(t, p, 0).data, trials=2, rng=0)
+    >>> double_spider(sound=False)(cur, build_problem(t, p, 0), p).shape, len(cur.ledger)
+    ((2, 5), 40)
+    """
+
+    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+        xp, b = cur.xp, cur.backend
+        n, d = cur.n, cur.d
+        div = divergence_of(p)
+        c = dual_constants(p, problem, div)
+        q, T, N = spider_schedule(p, n, d)
+        C1, C3 = clips(p, c)
+        eps, delta = float(p["epsilon"]), float(p["delta"])
+        G, M, lam, L2 = c["G"], c["M"], c["lam"], c["L2"]
+        R = math.ceil(T / q)  # refreshes: t = 0, q, 2q, ...
+        if sound:
+            z = calibrate_streams(eps, delta, n, (("full", 1.0, 2 * R),
+                                                  ("poisson", N / n, 2 * (T - R))))
+            s1, s3 = z * 2.0 * C1 / n, z * 2.0 * C3 / n
+            s2 = s4 = z * 2.0 / N  # of the increments scaled by their thresholds
+        else:
+            cc, logd = c_of(p), math.log(1.0 / delta)
+            # Theorem 6 (line 470), each from the full (epsilon, delta)
+            s1 = cc * C1 * math.sqrt(T * logd) / (n * math.sqrt(q) * eps)
+            s3 = cc * C3 * math.sqrt(logd) / eps * max(1.0 / n, math.sqrt(T) / (n * math.sqrt(q)))
+            s2 = cc * math.sqrt(logd) / (N * eps)  # sigma_2 / C2_t
+            s4 = cc * math.sqrt(logd) / eps * max(1.0 / N, math.sqrt(T) / (n * math.sqrt(q)))
+        alpha = 1.0 / (4.0 * L2)  # Theorem 7 (line 480)
+        beta_cap = 1.0 / (2.0 * c["L0"] + c["L1"] * math.sqrt(c["H0"]))
+        x = b.asarray(np.zeros((cur.trials, d)))
+        eta = b.asarray(np.full(cur.trials, float(p["eta0"])))
+        out = RandomIterate(cur, T, x, str(p["output"]))
+        x_prev = eta_prev = g = v = None
+        for t in range(T):
+            cur.step(t)
+            if t % q == 0:  # line 4
+                g = release(cur, "eta_refresh",
+                            _eta_query(cur, problem, div, c, x, eta, C1, float(n), sound),
+                            sensitivity=2.0 * C1 / n, noise=s1)
+            else:  # line 6
+                dx = xp.linalg.vector_norm(x - x_prev, axis=1)
+                de = xp.abs(eta - eta_prev)
+                if sound:
+                    thr = L2 * (dx + de)
+                else:  # C2 of Theorem 6 (line 470)
+                    thr = 2.0 * xp.maximum(L2 * de, G * M * dx / lam)
+                thr = xp.clip(thr, min=TINY)
+                batch = sampled_batch(cur, N, sound=sound)
+                g = g + release(
+                    cur, "eta_increment",
+                    _eta_diff_query(cur, problem, div, c, x, eta, x_prev, eta_prev, thr,
+                                    float(N), sound),
+                    sensitivity=2.0 / N, noise=s2, batch=batch, scale=thr)
+            eta_new = eta - alpha * g  # line 8
+            if t % q == 0:  # line 10
+                v = release(cur, "x_refresh",
+                            _x_query(cur, problem, div, c, x, eta_new, C3, float(n), sound),
+                            sensitivity=2.0 * C3 / n, noise=s3)
+            else:  # line 12
+                dx = xp.linalg.vector_norm(x - x_prev, axis=1)
+                if sound:
+                    thr = (c["K"] * c["L"] + L2) * dx + L2 * xp.abs(eta_new - eta)
+                else:  # C4 of Theorem 6 (line 470): |eta_t - eta_{t-1}|, Lemma 5's M L / lam
+                    thr = 2.0 * xp.maximum(
+                        M * c["L"] * xp.abs(eta - eta_prev) / lam,
+                        (c["L0"] + c["L1"] * math.sqrt(c["H0"])) * dx)
+                thr = xp.clip(thr, min=TINY)
+                batch = sampled_batch(cur, N, sound=sound)
+                v = v + release(
+                    cur, "x_increment",
+                    _x_diff_query(cur, problem, div, c, x, eta_new, x_prev, eta, thr,
+                                  float(N), sound),
+                    sensitivity=2.0 / N, noise=s4, batch=batch, scale=thr)
+            vn = xp.linalg.vector_norm(v, axis=1, keepdims=True)
+            beta = xp.minimum(
+                xp.zeros_like(vn) + beta_cap,
+                1.0 / (c["L0"] * math.sqrt(n) * xp.clip(vn, min=1e-300)))  # Theorem 7
+            x_prev, eta_prev = x, eta
+            x, eta = x - beta * v, eta_new  # line 14
+            out.offer(t + 1, x)
+        return out.value
+
+    return run

@@ -1,0 +1,121 @@
+"""DP-SGD on the dual (3), the baseline of paper 000's Remark 1 (text lines 157, 178).
+
+Remark 1 states only the rate O((sqrt(d log(1/delta)) / (n eps))^(1/2)) (Wang and Xu 2019 via
+Zhang et al. 2025b); the method is the standard one on the single variable z = (x, eta)
+(line 157): z_{t+1} = z_t - gamma [(1/b) sum_{xi in B_t} Clip(grad_z L(z_t; xi), C) + noise],
+with L(x, eta; xi) = lambda psi*((l - G eta)/lambda) + G eta as in Algorithm 2, per-sample
+gradient ((psi*)'(a) grad l, G (1 - (psi*)'(a))), clipped jointly. The output is x_tau.
+
+``paper``: the only noise rule the paper gives for it, Theorem 5 as typeset (line 418):
+sigma = c C sqrt(log(1/delta)/eps) max{1/b, sqrt(T)/n}, batches of size b uniformly without
+replacement, declared sensitivity 2C/b (elements bounded by C).
+
+``sound``: Poisson batches of expected size b, noise calibrated by PLD for T steps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from algorithms.paper000.common import (
+    TINY,
+    RandomIterate,
+    c_of,
+    calibrate_streams,
+    finite_records,
+    glm_terms,
+    release,
+    sampled_batch,
+    thm5_sigma,
+)
+from algorithms.paper000.divergences import safe_log
+from algorithms.paper000.double_spider import divergence_of
+from dpverify.curator import Curator
+from dpverify.registry import Problem
+
+
+def joint_grad_query(cur: Curator, problem: Problem, div: Any, G: float, lam: float,
+                     Z: Any, C: float, divisor: float):
+    """sum_i w_i Clip(grad_(x, eta) L(x, eta; xi_i), C) / divisor, shape (trials, d + 1).
+
+    With D = (psi*)'(a) = sD e^lD, the gradient is (D l' x_i, G (1 - D)); both parts are
+    scaled by e^-max(lD, 0) before the norm is taken, so e^lD never overflows.
+
+    Examples
+    --------
+    >>> from algorithms.paper000.divergences import get_divergence
+    >>> from algorithms.paper000.problems import make_dual_problem
+    >>> prob = make_dual_problem({"n": 4, "d": 2, "divergence": "kl", "dro_lambda": 1e-3},
+    ...                          np.random.default_rng(0))
+    >>> cur = Curator(prob.data, rng=0)
+    >>> Z = np.array([[5.0, -5.0, -10.0]])  # eta far below the losses: e^(l/lambda) huge
+    >>> q = joint_grad_query(cur, prob, get_divergence("kl"), 0.25, 1e-3, Z, 1.0, 1.0)
+    >>> bool(np.linalg.norm(cur.gaussian("g", q, sensitivity=1.0, noise_std=0.0)) <= 4.0)
+    True
+    """
+    xp = cur.xp
+    d = Z.shape[1] - 1
+    x, eta = Z[:, :d], Z[:, d]
+
+    def query(X: Any, y: Any, w: Any) -> Any:
+        X, y, w = finite_records(xp, X, y, w)
+        l, dl = glm_terms(cur, problem, x, X, y)
+        lD, sD = div.log_dconj((l - G * eta[:, None]) / lam, xp)
+        m = xp.clip(lD, min=0.0)
+        D_s = sD * xp.exp(lD - m)  # D e^-m
+        cx = D_s * dl  # x-coefficient, e^-m scaled
+        ce = G * (xp.exp(-m) - D_s)  # eta-part, e^-m scaled
+        nx = xp.linalg.vector_norm(X, axis=1)[None, :]
+        norm = xp.sqrt((cx * nx) ** 2 + ce**2)
+        factor = xp.exp(xp.minimum(m, math.log(C) - safe_log(xp, norm)))
+        gx = (w * cx * factor) @ X / divisor
+        ge = xp.sum(w * ce * factor, axis=1, keepdims=True) / divisor
+        return xp.concat([gx, ge], axis=1)
+
+    return query
+
+
+def dp_sgd_dual(*, sound: bool):
+    """DP-SGD on (x, eta) as a ``run(cur, problem, params)`` function.
+
+    Examples
+    --------
+    >>> from dpverify.registry import resolve
+    >>> from dpverify.execution import build_problem
+    >>> t = resolve("dp_sgd_dro:paper"); p = t.algorithm.params("paper", {"T": 3})
+    >>> cur = Curator(build_problem(t, p, 0).data, trials=2, rng=0)
+    >>> dp_sgd_dual(sound=False)(cur, build_problem(t, p, 0), p).shape
+    (2, 5)
+    """
+
+    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+        bk = cur.backend
+        n, d = cur.n, cur.d
+        div = divergence_of(p)
+        G, lam = float(problem.info["lipschitz"]), float(p["dro_lambda"])
+        T, b, C, lr = int(p["T"]), min(cur.n, int(p["batch"])), float(p["clip"]), float(p["lr"])
+        eps, delta = float(p["epsilon"]), float(p["delta"])
+        sens = 2.0 * C / b
+        if sound:
+            z = calibrate_streams(eps, delta, n, (("poisson", b / n, T),))
+            noise = z * sens
+        else:
+            noise = thm5_sigma(c_of(p), C, eps, delta, b, T, n, typeset=True)
+        Z = bk.asarray(np.concatenate([np.zeros((cur.trials, d)),
+                                       np.full((cur.trials, 1), float(p["eta0"]))], axis=1))
+        out = RandomIterate(cur, T, Z[:, :d], str(p["output"]))
+        for t in range(T):
+            cur.step(t)
+            batch = sampled_batch(cur, b, sound=sound)
+            g = release(cur, "dual_grad",
+                        joint_grad_query(cur, problem, div, G, lam, Z, max(C, TINY), float(b)),
+                        sensitivity=sens, noise=noise, batch=batch)
+            Z = Z - lr * g
+            out.offer(t + 1, Z[:, :d])
+        return out.value
+
+    return run

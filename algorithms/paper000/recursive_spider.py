@@ -1,0 +1,315 @@
+"""DP Recursive-SPIDER (paper 000, Algorithm 3, text lines 226-247; Theorems 3, 4, 8).
+
+KL-constrained DRO as the compositional problem (5) (line 192): Psi(w) = f(g(w)) with
+w = (x, lambda), g(w; xi) = e^(l(x; xi)/lambda) and f(g) = g1 log g2 + g1 rho. SPIDER
+estimators v_t of grad_x g and u_t of d g/d lambda (refreshed on b1 = b3 = n records every q
+steps, lines 7-8; corrected by noisy minibatch differences, lines 13-14), a tracker s_t of
+g(w) from one sampled record per step (line 16), and the step w_{t+1} = w_t - eta z_t with
+z_t = ((lambda_t/s_t) v_t, (lambda_t/s_t) u_t + log s_t + rho) (lines 17-18). Theorem 8
+(line 651) sets T, q and b2 from n, d, epsilon, delta, G, L and Psi_0 (we use the public bound
+``psi0_bound`` of the problem, not the data's Psi(0) - min Psi). The output is w_tau.
+
+Both variants fix what the printed algorithm cannot run without (each a Finding):
+lambda_0 = ``lam_init`` (w_0 = 0, line 228, gives lambda = 0), the loop starts with a refresh
+(t = 0..T-1; line 229 starts at t = 1 with t mod q != 0), the SPIDER sums accumulate
+(lines 240-241 drop "+ v_{t-1}", "+ u_{t-1}"), the first s is the sample itself (beta = 1),
+s_t is projected onto [1, C5] and lambda onto [lambda_0, inf) (post-processing; line 245
+takes log s_t of a noisy value), and beta_t is the constant ``beta`` (Lemma 9's schedule,
+line 736, gives beta > 1).
+
+``paper``: noise as printed. sigma_1 = sigma_3 = c G sqrt(T log(1/delta))/(n q eps) with the
+proof's element bound G (lines 219, 651, 656); line 11's kappa_t ~ N(0, min{sigma_2^2,
+sigma^_4^2}) and line 12's zeta_t ~ N(0, min{sigma_4^2, sigma^_2^2}) with sigma_2 =
+c L ||x_t - x_{t-1}|| sqrt(log)/eps max{1/b2, sqrt(T)/n} (Theorem 3's ||x_t - x_{t-1}||, Theorem
+8's c L), sigma_4 likewise with |lambda_t - lambda_{t-1}|, sigma^_2 = sigma^_4 =
+2 c G sqrt(log)/eps max{1/b, sqrt(T)/n}; each pairs with the element bound it is Theorem 5's
+noise for; per-sample clipping at the fixed C1..C5; minibatches uniform without replacement;
+s_t from ONE record with sigma_st = c G sqrt(T log(1/delta))/(n eps) and the element bound G.
+
+``sound``: per-sample clipping at the threshold the noise is scaled to: C1, C3 for the
+refreshes; min(C2, L_g ||Delta w||) and min(C4, ...) for the increments, with L_g the
+smoothness of g = e^(l/lambda) over the segment (lambda >= min(lambda_t, lambda_{t-1}), from
+released values), not of l; s_t from a Poisson batch of ``s_batch`` records with values in
+[1, C5] centred at (1 + C5)/2; one noise multiplier for all five streams, calibrated by PLD.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from algorithms.paper000.common import (
+    TINY,
+    RandomIterate,
+    c_of,
+    calibrate_streams,
+    clip_each,
+    finite_records,
+    glm_terms,
+    log_difference,
+    log_sign,
+    release,
+    row_log_cap,
+    sampled_batch,
+)
+from algorithms.paper000.divergences import safe_log
+from dpverify.curator import Curator
+from dpverify.registry import Problem
+
+
+def theorem8_schedule(p: Mapping[str, Any], problem: Problem, n: int,
+                      d: int) -> tuple[int, int, int]:
+    """(T, q, b2) of Theorem 8 (line 651) unless given; q capped at T, b2 at n.
+
+    T = max{((Psi0 L)^(1/4) n eps / sqrt(G d log))^(4/3), n eps / sqrt(d log)},
+    q = n^2 eps^2 / (L^2 T d log), b2 = max{(G n eps / sqrt(Psi0 L d log))^(2/3),
+    (G n d log)^(1/3) / ((L Psi0)^(1/6) eps^(2/3))}, log = log(1/delta), all floored.
+
+    Examples
+    --------
+    >>> from algorithms.paper000.problems import make_compositional_problem
+    >>> prm = {"n": 500, "d": 5, "rho": 0.5, "lam0": 1e-3, "lam_init": 1.0, "epsilon": 1.0,
+    ...        "delta": 1e-3, "T": None, "q": None, "b2": None}
+    >>> theorem8_schedule(prm, make_compositional_problem(prm, np.random.default_rng(0)),
+    ...                   500, 5)
+    (494, 494, 22)
+    """
+    info = problem.info
+    G, L, psi0 = float(info["lipschitz"]), float(info["smoothness"]), float(info["psi0_bound"])
+    eps, logd = float(p["epsilon"]), math.log(1.0 / float(p["delta"]))
+    T = p.get("T")
+    if T is None:
+        T = math.floor(max(((psi0 * L) ** 0.25 * n * eps / math.sqrt(G * d * logd)) ** (4 / 3),
+                           n * eps / math.sqrt(d * logd)))
+    T = max(1, int(T))
+    q = p.get("q")
+    if q is None:
+        q = math.floor(n**2 * eps**2 / (L**2 * T * d * logd))
+    q = min(T, max(1, int(q)))
+    b2 = p.get("b2")
+    if b2 is None:
+        b2 = math.floor(max((G * n * eps / math.sqrt(psi0 * L * d * logd)) ** (2 / 3),
+                            (G * n * d * logd) ** (1 / 3) / ((L * psi0) ** (1 / 6)
+                                                             * eps ** (2 / 3))))
+    return T, q, min(n, max(1, int(b2)))
+
+
+def _split(xp: Any, Wt: Any) -> tuple[Any, Any]:
+    return Wt[:, :-1], Wt[:, -1]
+
+
+def _log_g_terms(cur: Curator, problem: Problem, Wt: Any, X: Any,
+                 y: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """log g = l/lambda, and grad_x g = (g/lambda) l' x, dg/dlambda = -g l/lambda^2, in log form."""
+    xp = cur.xp
+    x, lam = _split(xp, Wt)
+    l, dl = glm_terms(cur, problem, x, X, y)
+    lam_c = lam[:, None]
+    log_g = l / lam_c
+    ll, sl = log_sign(xp, dl)
+    lv = log_g - xp.log(lam_c) + ll
+    lu = log_g + safe_log(xp, l) - 2.0 * xp.log(lam_c)
+    return log_g, lv, sl, lu, -xp.ones_like(lu)
+
+
+def _v_query(cur: Curator, problem: Problem, Wt: Any, C: float, divisor: float):
+    xp = cur.xp
+
+    def query(X: Any, y: Any, w: Any) -> Any:  # line 7
+        X, y, w = finite_records(xp, X, y, w)
+        _, lv, sv, _, _ = _log_g_terms(cur, problem, Wt, X, y)
+        return (w * clip_each(xp, lv, sv, row_log_cap(xp, C, X)[None, :])) @ X / divisor
+
+    return query
+
+
+def _u_query(cur: Curator, problem: Problem, Wt: Any, C: float, divisor: float):
+    xp = cur.xp
+
+    def query(X: Any, y: Any, w: Any) -> Any:  # line 8
+        X, y, w = finite_records(xp, X, y, w)
+        _, _, _, lu, su = _log_g_terms(cur, problem, Wt, X, y)
+        return xp.sum(w * clip_each(xp, lu, su, math.log(C)), axis=1) / divisor
+
+    return query
+
+
+def _v_diff_query(cur: Curator, problem: Problem, W1: Any, W0: Any, thr: Any,
+                  divisor: float):
+    xp = cur.xp
+    log_thr = xp.log(xp.reshape(thr, (-1, 1)))
+
+    def query(X: Any, y: Any, w: Any) -> Any:  # line 13
+        X, y, w = finite_records(xp, X, y, w)
+        _, l1, s1, _, _ = _log_g_terms(cur, problem, W1, X, y)
+        _, l0, s0, _, _ = _log_g_terms(cur, problem, W0, X, y)
+        ld, sd = log_difference(xp, l1, s1, l0, s0)
+        cap = log_thr + row_log_cap(xp, 1.0, X)[None, :]
+        return (w * clip_each(xp, ld, sd, cap)) @ X / divisor
+
+    return query
+
+
+def _u_diff_query(cur: Curator, problem: Problem, W1: Any, W0: Any, thr: Any,
+                  divisor: float):
+    xp = cur.xp
+    log_thr = xp.log(xp.reshape(thr, (-1, 1)))
+
+    def query(X: Any, y: Any, w: Any) -> Any:  # line 14
+        X, y, w = finite_records(xp, X, y, w)
+        _, _, _, l1, s1 = _log_g_terms(cur, problem, W1, X, y)
+        _, _, _, l0, s0 = _log_g_terms(cur, problem, W0, X, y)
+        ld, sd = log_difference(xp, l1, s1, l0, s0)
+        return xp.sum(w * clip_each(xp, ld, sd, log_thr), axis=1) / divisor
+
+    return query
+
+
+def _s_query(cur: Curator, problem: Problem, Wt: Any, C5: float, factor: Any,
+             centre: float, divisor: float):
+    """factor * (Clip(g(w; xi), C5) - centre), summed over the batch / divisor (line 16)."""
+    xp = cur.xp
+
+    def query(X: Any, y: Any, w: Any) -> Any:
+        X, y, w = finite_records(xp, X, y, w)
+        log_g, *_ = _log_g_terms(cur, problem, Wt, X, y)
+        g = xp.exp(xp.minimum(log_g, math.log(C5)))  # g >= 1 for l >= 0: Clip is min(g, C5)
+        return factor * xp.sum(w * (g - centre), axis=1) / divisor
+
+    return query
+
+
+def _g_smoothness_log(xp: Any, info: Mapping[str, Any], lam_min: Any, dx: Any,
+                      dlam: Any) -> tuple[Any, Any]:
+    """log of per-sample bounds on ||Delta grad_x g|| and |Delta dg/dlambda| over a segment.
+
+    With l in [0, B], ||grad l|| <= G, ||hess l|| <= L and lambda >= lam_min on the segment,
+    E = e^(B/lam_min): ||d grad_x g/dx|| <= E (G^2/lam^2 + L/lam), ||d grad_x g/dlam|| <=
+    E G (B/lam^3 + 1/lam^2), |d^2 g/dlam^2| <= E (B^2/lam^4 + 2B/lam^3). E stays in log form.
+    """
+    G, L, B = float(info["lipschitz"]), float(info["smoothness"]), float(info["loss_bound"])
+    lm = lam_min
+    vx = G * G / lm**2 + L / lm
+    vl = G * (B / lm**3 + 1.0 / lm**2)
+    ul = B * B / lm**4 + 2.0 * B / lm**3
+    logE = B / lm
+    return logE + safe_log(xp, vx * dx + vl * dlam), logE + safe_log(xp, vl * dx + ul * dlam)
+
+
+def recursive_spider(*, sound: bool):
+    """Algorithm 3 as a ``run(cur, problem, params)`` function (module docstring).
+
+    Examples
+    --------
+    >>> from dpverify.registry import resolve
+    >>> from dpverify.execution import build_problem
+    >>> t = resolve("dp_recursive_spider:paper")
+    >>> p = t.algorithm.params("paper", {"T": 4, "q": 2})
+    >>> cur = Curator(build_problem(t, p, 0).data, trials=2, rng=0)
+    >>> recursive_spider(sound=False)(cur, build_problem(t, p, 0), p).shape, len(cur.ledger)
+    ((2, 6), 12)
+    """
+
+    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+        xp, b = cur.xp, cur.backend
+        n, d = cur.n, cur.d
+        info = problem.info
+        G, L = float(info["lipschitz"]), float(info["smoothness"])
+        T, q, b2 = theorem8_schedule(p, problem, n, d)
+        b4 = b2
+        eps, delta = float(p["epsilon"]), float(p["delta"])
+        rho, lam0 = float(p["rho"]), float(p["lam0"])
+        lr, beta = float(p["lr"]), float(p["beta"])
+        C1, C3, C5 = float(p["clip_v"]), float(p["clip_u"]), float(p["clip_s"])
+        C2 = C1 if p.get("clip_dv") is None else float(p["clip_dv"])
+        C4 = C3 if p.get("clip_du") is None else float(p["clip_du"])
+        bs = b2 if p.get("s_batch") is None else int(p["s_batch"])
+        R = math.ceil(T / q)
+        centre = 0.5 * (1.0 + C5) if sound else 0.0
+        logd = math.log(1.0 / delta)
+        if sound:
+            z = calibrate_streams(eps, delta, n, (("full", 1.0, 2 * R),
+                                                  ("poisson", b2 / n, 2 * (T - R)),
+                                                  ("poisson", bs / n, T)))
+            sens_v, sens_u = 2.0 * C1 / n, 2.0 * C3 / n
+            noise_v, noise_u = z * sens_v, z * sens_u
+            noise_dv, noise_du = z * 2.0 / b2, z * 2.0 / b4
+            sens_s = (C5 - 1.0) / bs
+            noise_s = z * sens_s
+        else:
+            cc = c_of(p)
+            # Theorems 3 and 8 (lines 219, 651): n q, not n sqrt(q); element bound G
+            sigma1 = cc * G * math.sqrt(T * logd) / (n * q * eps)
+            sens_v = sens_u = 2.0 * G / n
+            noise_v = noise_u = sigma1
+            m2 = max(1.0 / b2, math.sqrt(T) / n)
+            noise_dv = noise_du = cc * math.sqrt(logd) / eps * m2  # per unit element bound
+            sens_s = 2.0 * G  # Theorem 5 with element bound G, batch of one
+            noise_s = cc * G * math.sqrt(T * logd) / (n * eps)  # sigma_st, line 651
+        x = b.asarray(np.zeros((cur.trials, d)))
+        lam = b.asarray(np.full(cur.trials, max(float(p["lam_init"]), lam0)))
+        Wt = xp.concat([x, lam[:, None]], axis=1)
+        out = RandomIterate(cur, T, Wt, str(p["output"]))
+        W_prev = v = u = s = None
+        for t in range(T):
+            cur.step(t)
+            if t % q == 0:  # lines 5-8
+                v = release(cur, "v_refresh", _v_query(cur, problem, Wt, C1, float(n)),
+                            sensitivity=sens_v, noise=noise_v)
+                u = release(cur, "u_refresh", _u_query(cur, problem, Wt, C3, float(n)),
+                            sensitivity=sens_u, noise=noise_u)
+            else:  # lines 10-14
+                x_t, lam_t = _split(xp, Wt)
+                x_p, lam_p = _split(xp, W_prev)
+                dx = xp.linalg.vector_norm(x_t - x_p, axis=1)
+                dl = xp.abs(lam_t - lam_p)
+                if sound:
+                    lv, lu = _g_smoothness_log(xp, info, xp.minimum(lam_t, lam_p), dx, dl)
+                    thr_v = xp.exp(xp.minimum(lv, math.log(C2)))
+                    thr_u = xp.exp(xp.minimum(lu, math.log(C4)))
+                    scale_v, scale_u = thr_v, thr_u
+                else:
+                    thr_v = xp.zeros_like(dx) + C2
+                    thr_u = xp.zeros_like(dx) + C4
+                    # the element bounds the printed noises are Theorem 5's noise for:
+                    # kappa: min{sigma_2, sigma^_4}, zeta: min{sigma_4, sigma^_2} (lines 11-12)
+                    scale_v = xp.minimum(L * dx, xp.zeros_like(dx) + 2.0 * G)
+                    scale_u = xp.minimum(L * dl, xp.zeros_like(dl) + 2.0 * G)
+                thr_v, thr_u = xp.clip(thr_v, min=TINY), xp.clip(thr_u, min=TINY)
+                batch = sampled_batch(cur, b2, sound=sound)
+                v = v + release(cur, "v_increment",
+                                _v_diff_query(cur, problem, Wt, W_prev, thr_v, float(b2)),
+                                sensitivity=2.0 / b2, noise=noise_dv, batch=batch,
+                                scale=scale_v)
+                batch = sampled_batch(cur, b4, sound=sound)
+                u = u + release(cur, "u_increment",
+                                _u_diff_query(cur, problem, Wt, W_prev, thr_u, float(b4)),
+                                sensitivity=2.0 / b4, noise=noise_du, batch=batch,
+                                scale=scale_u)
+            beta_t = 1.0 if t == 0 else beta
+            batch = sampled_batch(cur, bs, sound=sound)
+            if sound:
+                sample = release(cur, "s_tracker",
+                                 _s_query(cur, problem, Wt, C5, 1.0, centre, float(bs)),
+                                 sensitivity=sens_s, noise=noise_s, batch=batch) + centre
+                fresh = beta_t * sample
+            else:  # line 16: beta Clip(g(w_t; xi0), C5) + N(0, sigma_st^2)
+                fresh = release(cur, "s_tracker",
+                                _s_query(cur, problem, Wt, C5, beta_t, 0.0, float(bs)),
+                                sensitivity=sens_s, noise=noise_s, batch=batch)
+            s = fresh if t == 0 else fresh + (1.0 - beta_t) * s
+            s = xp.clip(s, min=1.0, max=C5)
+            x_t, lam_t = _split(xp, Wt)
+            ratio = (lam_t / s)[:, None]  # grad f(s_t) = lambda_t / s_t (line 18)
+            zx = ratio * v
+            zl = (lam_t / s) * u + xp.log(s) + rho
+            W_prev = Wt
+            Wt = xp.concat([x_t - lr * zx, xp.clip(lam_t - lr * zl, min=lam0)[:, None]],
+                           axis=1)  # line 17
+            out.offer(t + 1, Wt)
+        return out.value
+
+    return run
