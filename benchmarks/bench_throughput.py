@@ -147,6 +147,7 @@ def opacus_loop(s: dict[str, Any], trials: int, seed: int) -> tuple[np.ndarray, 
                 max_grad_norm=C, poisson_sampling=False, noise_generator=gen)
         crit = torch.nn.BCEWithLogitsLoss()  # = mean of log(1 + exp(-y z)), y = 2 label - 1
         w = next(model.parameters())
+        warnings.filterwarnings("ignore", message="Full backward hook")  # X needs no grad
         for k in range(trials):
             with torch.no_grad():
                 w.zero_()

@@ -300,9 +300,10 @@ class _Chunker:
     measured: int = 0
 
     def observe(self, wall: float) -> None:
+        # A moving average that forgets a worker's slow first block (imports, calibration).
         self.measured += 1
         self.block_wall = wall if self.measured == 1 else (
-            self.block_wall + (wall - self.block_wall) / min(self.measured, 50))
+            0.7 * self.block_wall + 0.3 * wall)
 
     def size(self, remaining: int) -> int:
         if self.measured == 0:
@@ -314,7 +315,8 @@ class _Chunker:
 
 def _schedule(submit: Callable[[list[Item]], Any], wait_any: Callable[[set[Any]], set[Any]],
               items: Sequence[Item], workers: int, chunk_seconds: float,
-              on_done: Callable[[Done], None], cancel: Callable[[set[Any]], None]) -> None:
+              on_done: Callable[[Done], None],
+              cancel: Callable[[set[Any], bool], None]) -> None:
     pending = deque(items)
     chunker = _Chunker(workers, chunk_seconds)
     in_flight: set[Any] = set()
@@ -329,8 +331,8 @@ def _schedule(submit: Callable[[list[Item]], Any], wait_any: Callable[[set[Any]]
                 for done in fut.result():
                     chunker.observe(done[3])
                     on_done(done)
-    except BaseException:
-        cancel(in_flight)
+    except BaseException as e:
+        cancel(in_flight, not isinstance(e, Exception))
         raise
 
 
@@ -388,10 +390,11 @@ def run_local(fn: Callable[..., Any], items: Sequence[Item], on_done: Callable[[
     def wait_any(fs: set[Any]) -> set[Any]:
         return wait(fs, return_when=FIRST_COMPLETED).done
 
-    def cancel(fs: set[Any]) -> None:
+    def cancel(fs: set[Any], interrupted: bool) -> None:
         for f in fs:
             f.cancel()
-        _discard_pool(workers, kill=True)
+        if interrupted:  # Ctrl-C: running tasks cannot be cancelled, so stop their workers
+            _discard_pool(workers, kill=True)
 
     try:
         _schedule(submit, wait_any, items, workers, chunk_seconds, on_done, cancel)
@@ -462,7 +465,7 @@ def run_dask(fn: Callable[..., Any], items: Sequence[Item], on_done: Callable[[D
     def wait_any(fs: set[Any]) -> set[Any]:
         return {next(finished), *finished.next_batch(block=False)}
 
-    def cancel(fs: set[Any]) -> None:
+    def cancel(fs: set[Any], interrupted: bool) -> None:
         client.cancel(list(fs))
 
     try:

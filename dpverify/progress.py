@@ -112,7 +112,8 @@ def _make_bar() -> Any:
             return Text("" if speed is None else f"{speed:,.0f} trials/s", style="cyan")
 
     return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("trials"), RateColumn(), TimeElapsedColumn(), TextColumn("left"),
-        TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+        TextColumn("[bold]{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(),
+        RateColumn(), TimeElapsedColumn(), TextColumn("elapsed,"), TimeRemainingColumn(),
+        TextColumn("left"),
+        console=Console(stderr=True), transient=True,
     )

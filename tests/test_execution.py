@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -138,6 +139,30 @@ def test_closures_and_plain_functions_run_in_worker_processes(pools: None) -> No
                                                                    block_size=6)]))
 
 
+def test_a_failing_block_raises_in_the_caller_and_the_pool_survives(pools: None) -> None:
+    pytest.importorskip("cloudpickle")
+
+    def block(ss: np.random.SeedSequence, k: int, i: int) -> int:
+        if i == 3:
+            raise ValueError(f"block {i} failed")
+        return k
+
+    with pytest.raises(ValueError, match="block 3 failed"):
+        map_blocks(block, 50, seed=0, block_size=5, workers=2)
+    assert map_blocks(lambda ss, k, i: k, 12, seed=0, block_size=5, workers=2) == [5, 5, 2]
+
+
+def test_chunks_grow_to_the_target_duration_and_keep_workers_busy() -> None:
+    ch = executors._Chunker(workers=2, seconds=0.25)
+    assert ch.size(1000) == 1  # nothing measured yet
+    ch.observe(2.0)  # a slow first block (imports) is soon forgotten
+    for _ in range(20):
+        ch.observe(0.01)
+    assert 20 <= ch.size(1000) <= 30
+    assert ch.size(40) == 10  # the last 40 blocks still make 4 chunks for 2 workers
+    assert ch.size(1) == 1
+
+
 def test_float32_runs_in_single_precision_and_tracks_float64(gd: Any) -> None:
     t, p, prob = gd
     a64 = sample_outputs(t, p, prob, prob.data, trials=64, seed=3, block_size=32)
@@ -220,6 +245,7 @@ def test_progress_bar_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> Non
 
     fake = Tty()
     monkeypatch.setattr("sys.stderr", fake)
-    map_blocks(lambda ss, k, i: k, 1000, seed=0, block_size=100, progress=True,
-               checkpoint_key="demo")
-    assert "trials" in fake.getvalue()
+    map_blocks(lambda ss, k, i: time.sleep(0.002) or k, 1000, seed=0, block_size=100,
+               progress=True)
+    shown = fake.getvalue()
+    assert "1000/1000" in shown and "trials/s" in shown and "left" in shown
