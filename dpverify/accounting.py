@@ -372,10 +372,30 @@ def calibrate_noise_multiplier(
     elif accountant == "rdp":
         raise InputError(f"the RDP accountant does not support {make_event(1.0)}")
     else:
-        bracket = dpa.LowerEndpointAndGuess(0.3, 1.0)
+        bracket = _pld_bracket(fresh_pld, make_event, target_epsilon, target_delta)
     return float(dpa.calibrate_dp_mechanism(
         fresh_pld, make_event, target_epsilon, target_delta, bracket_interval=bracket, tol=1e-5,
     ))
+
+
+def _pld_bracket(fresh: Callable[[], dpa.PrivacyAccountant],
+                 make_event: Callable[[float], dpa.DpEvent], eps: float, delta: float
+                 ) -> dpa.BracketInterval:
+    """A bracket for a PLD-only search, found from above: noise is cheap to account when
+    large and a PLD at tiny noise allocates without bound, so double until the target is
+    met, then halve until it is missed."""
+    def epsilon(m: float) -> float:
+        return float(fresh().compose(make_event(m)).get_epsilon(delta))
+
+    hi = 1.0
+    while epsilon(hi) > eps:
+        hi *= 2.0
+        if hi > 1e6:
+            raise InputError(f"no noise multiplier up to 1e6 meets epsilon={eps}")
+    lo = hi / 2.0
+    while lo > 1e-4 and epsilon(lo) <= eps:
+        lo /= 2.0
+    return dpa.ExplicitBracketInterval(lo, hi)
 
 
 @functools.lru_cache(maxsize=256)
