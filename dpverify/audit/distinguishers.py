@@ -267,7 +267,7 @@ def safe_scores(scorer: Scorer, X: np.ndarray, name: str) -> np.ndarray:
 
     Examples
     --------
-    >>> safe_scores(lambda X: X[:, 0] / X[:, 1], np.array([[1.0, 2.0], [0.0, 0.0]]), "r")
+    >>> safe_scores(lambda X: np.array([0.5, np.nan]), np.zeros((2, 3)), "r")
     array([0.5, 0. ])
     """
     s = np.asarray(scorer(X), dtype=float).reshape(-1)
