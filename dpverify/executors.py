@@ -210,13 +210,20 @@ def single_threaded_blas() -> Iterator[None]:
     The trials are the parallel axis; one BLAS thread per worker also keeps floating-point
     results the same in this process and in workers.
     """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn/scipy
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn/scipy
+            yield
+            return
+        # Finding the loaded BLAS libraries takes milliseconds; limiting them does not.
+        _CONTROLLER = ThreadpoolController()
+    with _CONTROLLER.limit(limits=1, user_api="blas"):
         yield
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
+
+
+_CONTROLLER: Any = None
 
 
 _WORKER_READY = False
