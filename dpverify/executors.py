@@ -176,7 +176,7 @@ def tune_allocator() -> bool:
 
     NumPy allocates every temporary of a trial block afresh. glibc serves blocks above
     128 KiB with ``mmap`` and hands them back on ``free``, so each step pays page faults
-    for all its temporaries: on the development machines this alone halves throughput.
+    for all its temporaries: on the development machines that costs half the throughput.
     Raising the mmap and trim thresholds (to 64 MiB and 256 MiB) keeps them in the heap.
     Set ``DPVERIFY_TUNE_MALLOC=0`` to leave the allocator alone.
 
@@ -203,6 +203,9 @@ def tune_allocator() -> bool:
     return ok
 
 
+_CONTROLLER: Any = None
+
+
 @contextlib.contextmanager
 def single_threaded_blas() -> Iterator[None]:
     """BLAS limited to one thread inside the block (when threadpoolctl is installed).
@@ -221,9 +224,6 @@ def single_threaded_blas() -> Iterator[None]:
         _CONTROLLER = ThreadpoolController()
     with _CONTROLLER.limit(limits=1, user_api="blas"):
         yield
-
-
-_CONTROLLER: Any = None
 
 
 _WORKER_READY = False
