@@ -1,0 +1,603 @@
+"""DP RGDA (paper 003, Algorithm 2, lines 160-184) with its inner updater (Algorithm 3,
+lines 196-217).
+
+Algorithm 2 takes normalised descent steps on x while the tracked gradient v_t is large,
+and otherwise perturbs x uniformly in a ball and watches the movement of unnormalised
+steps: enough movement means a saddle was escaped, t_thres quiet steps certify the anchor.
+Algorithm 3, called at every outer step, runs K projected ascent steps on y and keeps
+SPIDER estimates v ~ grad_x f, u ~ grad_y f: refreshed from a large batch every q outer
+steps, otherwise updated with noisy gradient differences on small batches.
+
+``paper`` (:func:`paper_updater`): Algorithm 3 as printed. The batch MEAN is clipped (lines
+7-8, 14-15); v and u are two releases with independent noise on one batch; the k = 0
+increment differences gradients across the x-step, from (x_{t-1}, y_t) to (x_t, y_t)
+(line 3), also right after a refresh; s_t = argmin over k in {0..K-1} (line 18). Noise
+and declared sensitivities follow either the proof of Lemma 8 (``noise="proof"``: eqs. 30-31
+and line 636, noise proportional to ||y_{t,k} - y_{t,k-1}||, hence ZERO at k = 0) or
+Algorithm 3's lines 1-2 with Lemma 5's sensitivities (``noise="alg3"``, line 506). A warm
+start y0 (Lemma 8, line 625; "PiSARAH", line 774) is computed without noise (``exact``).
+
+``sound`` (:func:`sound_updater`): per-sample clipping of each joint gradient (x and y
+blocks together) at ``clip`` and of each per-sample gradient DIFFERENCE at
+Lclip ||w_{t,k} - w_{t,k-1}||, the threshold its noise is scaled to; one joint release of
+(v, u); no k = 0 increment after a refresh; s_t over k in {1..K}; every release, the
+private warm start included, carries one noise multiplier calibrated by the accountant on
+the exact events of the run (notes, "fixed" updater).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from algorithms.baselines import project_rows
+from algorithms.paper003.common import (
+    batch_spec,
+    calibrate_common_multiplier,
+    draw,
+    eps_bar,
+    nominal,
+    population_schedule,
+    sum_sensitivity,
+    theorem1_schedule,
+    to_numpy,
+)
+from algorithms.paper003.problems import MinimaxSetting, joint_diff_sum, joint_sum, setting_of
+from dpverify.curator import Curator
+from dpverify.errors import InputError
+from dpverify.registry import Problem
+
+# Parameters ------------------------------------------------------------------------------
+
+
+def resolved(p: Mapping[str, Any], s: MinimaxSetting, n: int) -> dict[str, Any]:
+    """The run's parameters with ``schedule = "theorem1" | "population"`` applied.
+
+    Examples
+    --------
+    >>> from algorithms.paper003.problems import MinimaxSetting
+    >>> s = MinimaxSetting(None, 3, 3, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, None, np.zeros(3))
+    >>> base = {"schedule": "given", "T": 7, "epsilon": 1.0, "delta": 1e-5, "T_max": 50,
+    ...         "c_alpha": 1.0}
+    >>> resolved(base, s, 100)["T"], resolved({**base, "schedule": "theorem1"}, s, 100)["T"]
+    (7, 50)
+    """
+    q = dict(p)
+    sched = str(q.get("schedule", "given"))
+    if sched == "given":
+        return q
+    if sched == "auto":  # Theorem 1 for Phi_S, Theorem 2 for the population Phi
+        sched = "theorem1" if str(q.get("phi", "empirical")) == "empirical" else "population"
+    d = max(s.d1, s.d2)
+    fn = {"theorem1": theorem1_schedule, "population": population_schedule}.get(sched)
+    if fn is None:
+        raise InputError(f"schedule must be 'given', 'auto', 'theorem1' or 'population', "
+                         f"got {sched!r}")
+    q.update(fn(n, d, float(q["epsilon"]), float(q["delta"]), s,
+                c_alpha=float(q.get("c_alpha", 1.0))))
+    q["T"] = min(int(q["T"]), int(q["T_max"]))  # the theorem's T can be far beyond a run
+    q["q"] = min(int(q["q"]), int(q["T"]))
+    return q
+
+
+@dataclass(frozen=True)
+class EscapeSchedule:
+    """Algorithm 2's inputs: descent threshold and step, escape step, radius, test."""
+
+    alpha: float
+    entry: float  # enter the escape phase when ||v_t|| < entry (line 5)
+    eta: float
+    eta_H: float
+    r: float
+    t_thres: int
+    D_bar: float
+
+
+def escape_schedule(p: Mapping[str, Any], s: MinimaxSetting, n: int, *,
+                    style: str) -> EscapeSchedule:
+    """Alg. 2's parameters: explicit values in ``p`` win, the rest follow ``style``.
+
+    ``sound``: the notes' safe defaults (Jin et al. style): eta = alpha/(2 L_Phi),
+    eta_H = 1/(2 L_Phi), alpha_H = sqrt(rho_Phi alpha), chi = max(4, log(d1 L_Phi F0 /
+    (rho_Phi alpha delta2))), t_thres = ceil(chi/(eta_H alpha_H)), R = alpha_H/(rho_Phi chi),
+    r = min(R/4, alpha/(4 L_Phi)), D_bar = R^2/t_thres^2, entry at alpha/2 (notes A2-3).
+    ``paper_erm``: eta = 1/(2L) (Lemma 5, line 501), entry at alpha. ``paper``: Lemma 8
+    (line 625): eta = eps_bar^(1/2)/(L log(4/delta1) C1), r = eps_bar^(1/2)/(L log(4/delta1)),
+    D_bar = eps_bar/(L^2 log^2(4/delta1) C1^2), entry at alpha. The paper's eta_H and
+    t_thres (Lemmas 6-7, 10) are mutually inconsistent; both paper styles take ours.
+
+    Examples
+    --------
+    >>> from algorithms.paper003.problems import MinimaxSetting
+    >>> s = MinimaxSetting(None, 3, 3, 2.0, 1.0, 1.0, 1.25, 1.0, 1.0, None, np.zeros(3))
+    >>> e = escape_schedule({"alpha": 0.3, "delta2": 0.1}, s, 100, style="sound")
+    >>> round(e.eta, 4), e.entry, e.t_thres
+    (0.12, 0.15, 23)
+    """
+    alpha = float(p["alpha"])
+    L_phi, rho = s.L_phi, s.rho_phi
+    eta_H = 1.0 / (2.0 * L_phi)
+    alpha_H = math.sqrt(rho * alpha)
+    chi = max(4.0, math.log(s.d1 * L_phi * s.F0 / (rho * alpha * float(p.get("delta2", 0.1)))))
+    t_thres = int(math.ceil(chi / (eta_H * alpha_H)))
+    R = alpha_H / (rho * chi)
+    eta = alpha / (2.0 * L_phi)
+    r = min(R / 4.0, alpha / (4.0 * L_phi))
+    D_bar = R * R / t_thres**2
+    entry = 0.5 * alpha
+    if style == "paper_erm":
+        eta, entry = 1.0 / (2.0 * s.L), alpha
+    elif style == "paper":
+        eb = eps_bar(n, max(s.d1, s.d2), float(p["epsilon"]), float(p["delta"]))
+        lg = math.log(4.0 / float(p.get("delta1", 0.1)))
+        c1 = float(p["c1"])
+        eta = math.sqrt(eb) / (s.L * lg * c1)
+        r = math.sqrt(eb) / (s.L * lg)
+        D_bar = eb / (s.L**2 * lg**2 * c1**2)
+        entry = alpha
+    elif style != "sound":
+        raise InputError(f"unknown escape style {style!r}")
+
+    def pick(key: str, default: float) -> float:
+        v = p.get(key)
+        return default if v is None else float(v)
+
+    return EscapeSchedule(alpha=alpha, entry=pick("entry", entry), eta=pick("eta", eta),
+                          eta_H=pick("eta_H", eta_H), r=pick("r", r),
+                          t_thres=int(pick("t_thres", t_thres)), D_bar=pick("D_bar", D_bar))
+
+
+# The inner updater (Algorithm 3) ---------------------------------------------------------
+
+
+@dataclass
+class UpdaterState:
+    """What Algorithm 3 carries between outer steps (its inputs, line 0)."""
+
+    x: Any
+    x_prev: Any
+    y: Any
+    v: Any
+    u: Any
+
+
+def _norm_np(cur: Curator, a: Any) -> np.ndarray:
+    return to_numpy(cur, cur.xp.linalg.vector_norm(a, axis=1))
+
+
+def _per_trial(cur: Curator, values: np.ndarray) -> Any:
+    return cur.xp.reshape(cur.backend.asarray(values), (cur.trials, 1))
+
+
+def _project(cur: Curator, s: MinimaxSetting, y: Any) -> Any:
+    return y if s.y_radius is None else project_rows(cur.xp, y, s.y_radius)
+
+
+def _mapping_norms(cur: Curator, s: MinimaxSetting, ys: list, us: list, lam: float) -> Any:
+    """||G~_lambda(y_k)|| = ||(y_k - P_Y(y_k + lam u_k)) / lam|| (Alg. 3 line 18, B.2)."""
+    return np.stack([_norm_np(cur, (y - _project(cur, s, y + lam * u)) / lam)
+                     for y, u in zip(ys, us, strict=True)], axis=1)
+
+
+def _select(cur: Curator, idx: np.ndarray, stack: list) -> Any:
+    """Per trial, the element ``idx[trial]`` of a list of (trials, dim) arrays."""
+    out = stack[0] * _per_trial(cur, (idx == 0).astype(float))
+    for k in range(1, len(stack)):
+        out = out + stack[k] * _per_trial(cur, (idx == k).astype(float))
+    return out
+
+
+@dataclass(frozen=True)
+class SoundPlan:
+    """The data-independent release schedule of a sound run and its noise multiplier."""
+
+    refresh: tuple[Any, ...]
+    increment: tuple[Any, ...]
+    z: float
+    counts: dict[str, int]
+
+
+def sound_plan(cur: Curator, p: Mapping[str, Any]) -> SoundPlan:
+    """Count every release a sound run can make and calibrate one multiplier for them all.
+
+    Refreshes: ceil(T/q), plus ``warm_start`` releases of the same form. Increments: K after
+    each refresh, K + 1 at other steps. An early return (Alg. 2 line 19) only makes fewer.
+
+    Examples
+    --------
+    >>> from dpverify.data import Dataset
+    >>> cur = Curator(Dataset(np.zeros((100, 1)), np.zeros(100)))
+    >>> plan = sound_plan(cur, {"T": 10, "q": 5, "K": 2, "S1": None, "S2": 10,
+    ...                         "warm_start": 1, "epsilon": 1.0, "delta": 1e-5,
+    ...                         "relation": "replace_one"})
+    >>> plan.counts
+    {'refresh': 3, 'increment': 28}
+    """
+    T, q, K = int(p["T"]), int(p["q"]), int(p["K"])
+    refreshes = -(-T // q)
+    counts = {"refresh": refreshes + int(p["warm_start"]),
+              "increment": refreshes * K + (T - refreshes) * (K + 1)}
+    ref = batch_spec(cur, p["S1"])
+    inc = batch_spec(cur, p["S2"])
+    groups: dict[tuple[Any, ...], int] = {}
+    for spec, c in ((ref, counts["refresh"]), (inc, counts["increment"])):
+        if c > 0:
+            groups[spec] = groups.get(spec, 0) + c
+    z = calibrate_common_multiplier(tuple(groups.items()), float(p["epsilon"]),
+                                    float(p["delta"]), str(p["relation"]))
+    return SoundPlan(ref, inc, z, counts)
+
+
+def _split(g: Any, d1: int) -> tuple[Any, Any]:
+    return g[:, :d1], g[:, d1:]
+
+
+def sound_refresh(cur: Curator, problem: Problem, p: Mapping[str, Any], plan: SoundPlan,
+                  x: Any, y: Any, *, name: str = "refresh") -> tuple[Any, Any]:
+    """(v, u) = mean of per-sample clipped joint gradients + N(0, (z Delta)^2 I), one release."""
+    s = setting_of(problem)
+    clip = float(p["clip"]) if p.get("clip") is not None else s.M
+    m = nominal(plan.refresh, cur.n)
+    sens = sum_sensitivity(clip, str(p["relation"])) / m
+    model, xp = s.model, cur.xp
+    g = cur.gaussian(name, lambda X, yl, w: joint_sum(model, xp, X, w, x, y, clip) / m,
+                     sensitivity=sens, noise_std=plan.z * sens, batch=draw(cur, plan.refresh))
+    return _split(g, s.d1)
+
+
+def sound_increment(cur: Curator, problem: Problem, p: Mapping[str, Any], plan: SoundPlan,
+                    x1: Any, y1: Any, x0: Any, y0: Any) -> tuple[Any, Any]:
+    """The noisy difference of mean clipped per-sample gradients from w0 to w1.
+
+    Each per-sample difference is clipped at C = Lclip ||w1 - w0|| (data-independent: w
+    comes from earlier releases). The query is released divided by C, trial by trial, so
+    its sensitivity 2/S2 and noise z 2/S2 are the same in every trial, then multiplied back
+    (post-processing): each trial receives its difference plus N(0, (z 2 C/S2)^2 I), the
+    movement-scaled noise of the paper with the bound enforced for any record (notes P-4).
+    """
+    s = setting_of(problem)
+    xp = cur.xp
+    Lclip = float(p["Lclip"]) if p.get("Lclip") is not None else s.L
+    move = np.sqrt(_norm_np(cur, x1 - x0) ** 2 + _norm_np(cur, y1 - y0) ** 2)
+    C = Lclip * move
+    safe = np.where(C > 0, C, 1.0)
+    inv = _per_trial(cur, np.where(C > 0, 1.0 / safe, 0.0))
+    C_b = _per_trial(cur, C)
+    m = nominal(plan.increment, cur.n)
+    sens = sum_sensitivity(1.0, str(p["relation"])) / m
+    model = s.model
+
+    def query(X: Any, yl: Any, w: Any) -> Any:
+        return joint_diff_sum(model, xp, X, w, x1, y1, x0, y0, C_b) * inv / m
+
+    g = cur.gaussian("increment", query, sensitivity=sens, noise_std=plan.z * sens,
+                     batch=draw(cur, plan.increment))
+    return _split(g * C_b, s.d1)
+
+
+def sound_updater(cur: Curator, problem: Problem, p: Mapping[str, Any], plan: SoundPlan,
+                  t: int, st: UpdaterState) -> UpdaterState:
+    """One call of Algorithm 3, corrected (notes, UPDATER_FIXED): returns y_{t+1}, v_t, u_t."""
+    s = setting_of(problem)
+    K, lam = int(p["K"]), float(p["lam"])
+    x = st.x
+    if t % int(p["q"]) == 0:
+        # A fresh estimate at (x_t, y_t) needs no increment across the x-step (notes A3-2).
+        v, u = sound_refresh(cur, problem, p, plan, x, st.y)
+        k0, x_last, y_last = 1, x, st.y
+    else:
+        v, u = st.v, st.u
+        k0, x_last, y_last = 0, st.x_prev, st.y
+    y_k = st.y
+    ys, vs, us = [], [], []
+    for k in range(k0, K + 1):
+        if k >= 1:
+            y_k = _project(cur, s, y_k + lam * u)  # line 16
+        dv, du = sound_increment(cur, problem, p, plan, x, y_k, x_last, y_last)
+        v, u = v + dv, u + du
+        x_last, y_last = x, y_k
+        if k >= 1:
+            ys.append(y_k)
+            vs.append(v)
+            us.append(u)
+    # line 18 over k in {1..K}: with {0..K-1}, K = 1 would freeze y (notes A3-3)
+    sel = np.argmin(_mapping_norms(cur, s, ys, us, lam), axis=1)
+    return UpdaterState(x, st.x_prev, _select(cur, sel, ys), _select(cur, sel, vs),
+                        _select(cur, sel, us))
+
+
+# Paper variant ------------------------------------------------------------------------------
+
+
+def _clip_rows(xp: Any, g: Any, C: float) -> Any:
+    """Algorithm 1 (line 95) on each trial's vector: min(C/||g||, 1) g."""
+    return project_rows(xp, g, C)
+
+
+@dataclass(frozen=True)
+class PaperNoise:
+    """Declared sensitivities and noise of the printed algorithm, per unit where scaled."""
+
+    refresh_sens: float  # eq. 30 (line 631): 2M/S1
+    refresh_std: float
+    inc_sens_per_move: float  # per unit ||y_{t,k} - y_{t,k-1}|| (eq. 31 / line 506)
+    inc_std: float  # per unit move ("proof") or absolute ("alg3")
+    inc_scaled: bool  # noise proportional to the move (line 636)
+    C_u: float
+
+
+def paper_noise(p: Mapping[str, Any], s: MinimaxSetting, n: int, esc: EscapeSchedule
+                ) -> PaperNoise:
+    """The printed noise: Lemma 8's proof (``proof``) or Algorithm 3 lines 1-2 (``alg3``).
+
+    ``proof`` (line 636): sigma_omega = C1 M sqrt(log(1.25/delta))/(S1 eps) and
+    sigma_zeta = 2 C2 L sqrt(log(1.25/delta))/(n eps) ||y_{t,k} - y_{t,k-1}||, with
+    sensitivities 2M/S1 (eq. 30) and 2 sqrt(2) L ||y_k - y_{k-1}||/S2 (eq. 31). C1 and C2 are
+    "O(1), to be decided later" and never decided; the defaults C1 = 4, C2 = 2 sqrt(2)
+    make line 636's per-query claim hold by Definition 3 ((eps/2)-DP with eq. 30's
+    sensitivity; (eps/(2 q_t)) before the linear amplification q_t = S2/n it invokes).
+
+    ``alg3`` (lines 199-200): sigma = C_v sqrt(log(1/delta))/eps max{1/S1, sqrt(T)/(sqrt(q) n)}
+    and C_u sqrt(log(1/delta))/eps max{1/S2, sqrt(T)/n}, C_v = c M; sensitivities from
+    Lemma 5's privacy proof (line 506): 2M/S1 and 2 L ||y_t - y_{t-1}||/S2.
+
+    Examples
+    --------
+    >>> from algorithms.paper003.problems import MinimaxSetting
+    >>> s = MinimaxSetting(None, 3, 3, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, None, np.zeros(3))
+    >>> e = EscapeSchedule(0.3, 0.3, 0.25, 0.5, 0.01, 10, 1e-4)
+    >>> pn = paper_noise({"noise": "proof", "epsilon": 1.0, "delta": 1e-5, "S1": None,
+    ...                   "S2": 20, "c1": 4.0, "c2": 2 * 2 ** 0.5}, s, 100, e)
+    >>> round(pn.refresh_std / pn.refresh_sens, 3)  # Def. 3 at eps/2: 2 sqrt(log(1.25e5))
+    6.852
+    """
+    eps, delta = float(p["epsilon"]), float(p["delta"])
+    S1 = n if p["S1"] is None or p["S1"] >= n else float(p["S1"])
+    S2 = min(float(p["S2"]), float(n))
+    M = float(p["clip"]) if p.get("clip") is not None else s.M
+    if str(p["noise"]) == "proof":
+        lg = math.sqrt(math.log(1.25 / delta))
+        return PaperNoise(
+            refresh_sens=2.0 * M / S1,
+            refresh_std=float(p["c1"]) * M * lg / (S1 * eps),
+            inc_sens_per_move=2.0 * math.sqrt(2.0) * s.L / S2,
+            inc_std=2.0 * float(p["c2"]) * s.L * lg / (n * eps),
+            inc_scaled=True, C_u=math.inf,
+        )
+    if str(p["noise"]) == "alg3":
+        T, q = float(p["T"]), float(p["q"])
+        lg = math.sqrt(math.log(1.0 / delta))
+        C_v = float(p["c_noise"]) * M
+        C_u = float(p["C_u"]) if p.get("C_u") is not None else s.L * esc.eta
+        return PaperNoise(
+            refresh_sens=2.0 * M / S1,
+            refresh_std=C_v * lg / eps * max(1.0 / S1, math.sqrt(T) / (math.sqrt(q) * n)),
+            inc_sens_per_move=2.0 * s.L / S2,
+            inc_std=C_u * lg / eps * max(1.0 / S2, math.sqrt(T) / n),
+            inc_scaled=False, C_u=C_u,
+        )
+    raise InputError(f"paper noise must be 'proof' or 'alg3', got {p['noise']!r}")
+
+
+def _paper_batches(cur: Curator, p: Mapping[str, Any]) -> tuple[Any, Any]:
+    return batch_spec(cur, p["S1"]), batch_spec(cur, p["S2"])
+
+
+def paper_updater(cur: Curator, problem: Problem, p: Mapping[str, Any], pn: PaperNoise,
+                  t: int, st: UpdaterState) -> UpdaterState:
+    """One call of Algorithm 3 as printed (lines 196-217)."""
+    s = setting_of(problem)
+    xp, model, d1 = cur.xp, s.model, s.d1
+    K, lam = int(p["K"]), float(p["lam"])
+    ref, inc = _paper_batches(cur, p)
+    M = float(p["clip"]) if p.get("clip") is not None else s.M
+    x = st.x
+    if t % int(p["q"]) == 0:  # lines 4-8
+        m1 = nominal(ref, cur.n)
+        b = draw(cur, ref)
+
+        def mean_grad(block: slice):
+            return lambda X, yl, w: _clip_rows(  # Clip of the batch mean (lines 7-8)
+                xp, joint_sum(model, xp, X, w, x, st.y, None, guard=False)[:, block] / m1, M)
+
+        v = cur.gaussian("refresh_v", mean_grad(slice(0, d1)), sensitivity=pn.refresh_sens,
+                         noise_std=pn.refresh_std, batch=b)
+        u = cur.gaussian("refresh_u", mean_grad(slice(d1, None)), sensitivity=pn.refresh_sens,
+                         noise_std=pn.refresh_std, batch=b)
+    else:  # line 10
+        v, u = st.v, st.u
+    # line 3: x_{t,-1} = x_{t-1}, x_{t,k} = x_t, y_{t,-1} = y_{t,0} = y_t
+    x_last, y_last, y_k = st.x_prev, st.y, st.y
+    ys, vs, us, nxt = [], [], [], []
+    m2 = nominal(inc, cur.n)
+    for _k in range(K):  # lines 12-17
+        b = draw(cur, inc)  # line 13: one batch for both queries
+        move = _norm_np(cur, y_k - y_last)  # the ||y_{t,k} - y_{t,k-1}|| of eq. 31
+        x0, y0 = x_last, y_last
+        if pn.inc_scaled:
+            # Line 636: noise and eq. 31's sensitivity both scale with the y-move; released
+            # per unit move (one multiplier for every trial), then scaled back. Where the
+            # y-move is 0 (always at k = 0), both are 0: the answer goes out without noise.
+            scale = move
+            sens_unit, std_unit = pn.inc_sens_per_move, pn.inc_std
+        else:
+            # Lines 1-2: one absolute noise scale; Lemma 5's sensitivity 2 L ||dy||/S2 at
+            # its largest over the trials (exact for a single trial).
+            scale = np.ones_like(move)
+            sens_unit = pn.inc_sens_per_move * float(np.max(move))
+            std_unit = pn.inc_std
+        zero = not np.any(scale > 0)
+        inv = _per_trial(cur, np.where(scale > 0, 1.0 / np.where(scale > 0, scale, 1.0),
+                                       1.0 if zero else 0.0))
+        back = _per_trial(cur, scale if not zero else np.ones_like(scale))
+
+        def mean_diff(block: slice, x0=x0, y0=y0, y_k=y_k, inv=inv):
+            return lambda X, yl, w: _clip_rows(  # Clip of the batch mean (lines 14-15)
+                xp, joint_diff_sum(model, xp, X, w, x, y_k, x0, y0, None, guard=False)[:, block]
+                / m2, pn.C_u) * inv
+
+        sens = 0.0 if zero else sens_unit
+        std = 0.0 if zero else std_unit
+        dv = cur.gaussian("increment_v", mean_diff(slice(0, d1)), sensitivity=sens,
+                          noise_std=std, batch=b)
+        du = cur.gaussian("increment_u", mean_diff(slice(d1, None)), sensitivity=sens,
+                          noise_std=std, batch=b)
+        v, u = v + dv * back, u + du * back
+        y_next = _project(cur, s, y_k + lam * u)  # line 16
+        ys.append(y_k)
+        vs.append(v)
+        us.append(u)
+        nxt.append(y_next)
+        x_last, y_last, y_k = x, y_k, y_next
+    # line 18: G~(y_{t,k}) = (y_{t,k} - y_{t,k+1})/lambda over k in {0..K-1}
+    G = np.stack([_norm_np(cur, (a - b_) / lam) for a, b_ in zip(ys, nxt, strict=True)], axis=1)
+    sel = np.argmin(G, axis=1)
+    return UpdaterState(x, st.x_prev, _select(cur, sel, ys), _select(cur, sel, vs),
+                        _select(cur, sel, us))
+
+
+# Warm start ---------------------------------------------------------------------------------
+
+
+def warm_start(cur: Curator, problem: Problem, p: Mapping[str, Any], x0: Any, y0: Any, *,
+               sound: bool, plan: SoundPlan | None) -> Any:
+    """``warm_start`` projected ascent steps on y at x0 (Lemma 8, line 625, needs
+    ||G_lambda(x0, y0)|| <= eps_bar^(1/2)/kappa; line 774 calls it a PiSARAH initialisation).
+
+    ``sound``: each step a refresh-type release, counted by the plan. Paper: the paper
+    never says how y0 is found nor charges it; here each step reads the exact mean gradient
+    through ``cur.exact``, so the accountant reports what an uncharged data-dependent
+    start costs.
+    """
+    s = setting_of(problem)
+    lam, W = float(p["lam"]), int(p["warm_start"])
+    xp, model, n = cur.xp, s.model, float(cur.n)
+    y = y0
+    for _ in range(W):
+        if sound:
+            _, u = sound_refresh(cur, problem, p, plan, x0, y, name="warm_start")
+        else:
+            g = cur.exact("warm_start", lambda X, yl, w, y=y: joint_sum(
+                model, xp, X, w, x0, y, None, guard=False) / n)
+            u = g[:, s.d1:]
+        y = _project(cur, s, y + lam * u)
+    return y
+
+
+# The outer loop (Algorithm 2) ---------------------------------------------------------------
+
+
+def _ball(rng: np.random.Generator, trials: int, d: int, r: float) -> np.ndarray:
+    """Uniform draws from the ball of radius r in R^d: r U^(1/d) g/||g|| (notes A2-4)."""
+    g = rng.standard_normal((trials, d))
+    g /= np.linalg.norm(g, axis=1, keepdims=True)
+    return r * rng.random((trials, 1)) ** (1.0 / d) * g
+
+
+def _start(cur: Curator, s: MinimaxSetting) -> tuple[Any, Any]:
+    x0 = cur.backend.asarray(np.repeat(np.asarray(s.x0, float)[None], cur.trials, axis=0))
+    y0 = cur.backend.asarray(np.zeros((cur.trials, s.d2)))  # y0 = 0, as in Section 5.1
+    return x0, y0
+
+
+def outer_loop(cur: Curator, d1: int, esc: EscapeSchedule, T: int,
+               update: Callable[[int, UpdaterState], UpdaterState], st: UpdaterState,
+               pert_rng: np.random.Generator) -> Any:
+    """Algorithm 2 (lines 1-22) for every trial at once, branch by branch under masks.
+
+    ``update(t, state)`` is line 3 (Algorithm 3); everything else reads only its v_t and
+    public randomness (post-processing, notes A2-5). Returns x_out (trials, d1): x_{m_s}
+    when a trial certifies (line 19) or at the end (line 22) if it ever anchored, else x_T
+    (notes A2-2).
+
+    Examples
+    --------
+    >>> from dpverify.data import Dataset
+    >>> cur = Curator(Dataset(np.zeros((1, 1)), np.zeros(1)), trials=1)
+    >>> e = EscapeSchedule(0.1, 0.1, 0.5, 0.5, 0.0, 3, 1e-6)
+    >>> grad = lambda t, st: UpdaterState(st.x, st.x_prev, st.y, 2.0 * st.x, st.u)
+    >>> st = UpdaterState(np.ones((1, 1)), np.ones((1, 1)), None, None, None)
+    >>> outer_loop(cur, 1, e, 50, grad, st, np.random.default_rng(0)).tolist()
+    [[0.0]]
+    """
+    xp = cur.xp
+    K = cur.trials
+    escape = np.zeros(K, bool)
+    done = np.zeros(K, bool)
+    anchored = np.zeros(K, bool)
+    m_s = np.zeros(K, int)
+    count = np.zeros(K, int)
+    D = np.zeros(K)
+    vsq = np.zeros(K)
+    anchor = st.x
+    x_out = st.x
+    for t in range(T):
+        cur.step(t)
+        st = update(t, st)  # line 3
+        v = st.v
+        vn = _norm_np(cur, v)
+        act = ~done
+        descend = act & ~escape & (vn >= esc.entry)  # lines 5-6
+        enter = act & ~escape & ~descend  # lines 7-9
+        in_esc = act & escape
+        # lines 12-13: D = sum_{j=m_s+1}^t eta_H^2 ||v_j||^2 against (t - m_s) D_bar
+        D = np.where(in_esc, D + esc.eta_H**2 * vn**2, D)
+        vsq = np.where(in_esc, vsq + vn**2, vsq)
+        brk = in_esc & (D > (t - m_s) * esc.D_bar)
+        stay = in_esc & ~brk
+        # line 14 (notes A2-1, "scalar"): sum_j eta_t^2 ||v_j||^2 = (t - m_s) D_bar
+        eta_t = np.sqrt((t - m_s) * esc.D_bar / np.where(vsq > 0, vsq, 1.0))
+        safe = np.where(vn > 0, vn, 1.0)
+        step = descend * esc.eta / safe + brk * eta_t + stay * esc.eta_H
+        pert = _ball(pert_rng, K, d1, esc.r) * enter[:, None]
+        x_new = st.x - v * _per_trial(cur, step) + cur.backend.asarray(pert)
+        # bookkeeping of the escape phase (lines 8, 15, 18-19)
+        anchor = xp.where(_per_trial(cur, enter.astype(float)) > 0, st.x, anchor)
+        m_s = np.where(enter, t, m_s)
+        anchored |= enter
+        D = np.where(enter, 0.0, D)
+        vsq = np.where(enter, 0.0, vsq)
+        count = np.where(enter, 0, np.where(stay, count + 1, count))
+        escape = (escape | enter) & ~brk
+        finish = stay & (count == esc.t_thres)
+        x_out = xp.where(_per_trial(cur, finish.astype(float)) > 0, anchor, x_out)
+        done |= finish
+        x_new = xp.where(_per_trial(cur, done.astype(float)) > 0, st.x, x_new)
+        st = UpdaterState(x_new, st.x, st.y, st.v, st.u)
+        if done.all():
+            break
+    last = xp.where(_per_trial(cur, anchored.astype(float)) > 0, anchor, st.x)  # line 22
+    return xp.where(_per_trial(cur, (~done).astype(float)) > 0, last, x_out)
+
+
+def dp_rgda(*, sound: bool, style: str):
+    """Algorithm 2 with Algorithm 3 as a ``run(cur, problem, params)`` function."""
+
+    def run(cur: Curator, problem: Problem, params: Mapping[str, Any]) -> Any:
+        s = setting_of(problem)
+        p = resolved(params, s, cur.n)
+        if p.get("lam") is None:
+            p["lam"] = 1.0 / (2.0 * s.L) if sound else 1.0 / (6.0 * s.L)  # Lemma 8: 1/(6L)
+        if int(p["K"]) < 1:
+            raise InputError(f"K must be >= 1, got {p['K']}")
+        esc = escape_schedule(p, s, cur.n, style=style)
+        x, y = _start(cur, s)
+        plan = sound_plan(cur, p) if sound else None
+        pn = None if sound else paper_noise(p, s, cur.n, esc)
+        y = warm_start(cur, problem, p, x, y, sound=sound, plan=plan)
+        pert_rng = np.random.default_rng(cur.rng.integers(2**63))  # public randomness
+        st = UpdaterState(x, x, y, cur.backend.asarray(np.zeros((cur.trials, s.d1))),
+                          cur.backend.asarray(np.zeros((cur.trials, s.d2))))
+
+        def update(t: int, state: UpdaterState) -> UpdaterState:
+            if sound:
+                return sound_updater(cur, problem, p, plan, t, state)
+            return paper_updater(cur, problem, p, pn, t, state)
+
+        return outer_loop(cur, s.d1, esc, int(p["T"]), update, st, pert_rng)
+
+    return run
