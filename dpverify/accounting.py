@@ -356,7 +356,10 @@ def calibrate_noise_multiplier(
     # PLD's from above; a PLD search started at tiny noise would allocate without bound.
     if accountant not in ("pld", "rdp"):
         raise InputError(f"accountant must be 'pld' or 'rdp', got {accountant!r}")
-    if fresh_rdp().supports(make_event(1.0)):
+    # Under replace-one the two accountants read one event differently (see
+    # _multiplier_scale), so an RDP answer cannot bracket a PLD search there.
+    if fresh_rdp().supports(make_event(1.0)) and (relation == "add_remove"
+                                                  or accountant == "rdp"):
         if accountant == "rdp":
             return float(dpa.calibrate_dp_mechanism(
                 fresh_rdp, make_event, target_epsilon, target_delta,
