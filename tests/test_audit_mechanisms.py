@@ -38,8 +38,8 @@ def test_naive_float_laplace_lives_on_a_finite_set_that_moves() -> None:
     b = _outputs("laplace_mechanism:planted_naive_float", "D'", grid_bits=8)
     assert len(np.unique(a)) <= 2**8 and len(np.unique(b)) <= 2**8
     assert len(np.intersect1d(a, b)) < 0.05 * len(np.unique(a))
-    sound = _outputs("laplace_mechanism:sound", "D")
-    assert len(np.unique(sound)) == sound.size
+    sound = _outputs("laplace_mechanism:sound", "D")  # snapped to 2^-12 of the scale
+    assert len(np.unique(sound)) > 0.8 * sound.size
 
 
 def test_reused_noise_cancels_in_the_difference() -> None:
@@ -48,11 +48,24 @@ def test_reused_noise_cancels_in_the_difference() -> None:
     prob = build_problem(t, p, 0)
     out, cur = run_target(t, p, prob, trials=50, rng=1)
     q = prob.data.X.sum()  # records lie in the unit ball: no clipping
-    assert np.allclose(out[:, 0] - out[:, 1], q / 2, atol=1e-9)
+    # exact up to the snapping grid (2^-12 of the noise scale)
+    assert np.allclose(out[:, 0] - out[:, 1], q / 2, atol=1e-2)
     assert np.std(out[:, 0]) > 1.0 and len(cur.ledger) == 2
     t = resolve("gaussian_mechanism:sound_two_releases")
     out, _ = run_target(t, p, build_problem(t, p, 0), trials=50, rng=1)
     assert np.std(out[:, 0] - out[:, 1]) > 1.0
+
+
+@pytest.mark.parametrize("target,expected", [
+    ("gaussian_mechanism:sound", "PASS"), ("laplace_mechanism:sound", "PASS"),
+    ("gaussian_mechanism:planted_float_textbook", "FAIL"),
+])
+def test_snapping_erases_the_float_artefacts(target: str, expected: str) -> None:
+    """The textbook float64 q + sigma Z leaks q through its last bits; snapped, it does not."""
+    from dpverify.audit import audit_blackbox
+
+    r = audit_blackbox(target, trials=20000, distinguisher="lowbits", accountant=False)
+    assert r.verdict.value == expected
 
 
 def test_histogram_canary_always_changes_bins() -> None:

@@ -20,6 +20,9 @@ Built in:
 * ``logistic``: logistic regression on standardized features (x, x^2), a learned test.
 * ``histogram``: the empirical likelihood ratio of exact output values, for outputs with
   atoms (a coarse or porous floating-point noise sampler, Mironov 2012).
+* ``lowbits`` (not in ``auto``): the likelihood ratio of each output's exponent and last
+  mantissa bits, DP-Sniper's bit-pattern features: it catches floating-point arithmetic
+  that leaks the input through the low bits of a release.
 
 A user's ``module:function`` with the signature ``fit(pos, neg, rng) -> scorer`` works too.
 """
@@ -219,6 +222,49 @@ def fit_histogram(pos: np.ndarray, neg: np.ndarray, rng: np.random.Generator,
     return score
 
 
+def _bit_keys(X: np.ndarray, bits: int) -> np.ndarray:
+    """Per coordinate: sign, binary exponent and the lowest ``bits`` mantissa bits."""
+    X = np.ascontiguousarray(_as2d(X), dtype=np.float64)
+    raw = X.view(np.int64)
+    high = (raw >> 52) & 0xFFF  # sign and exponent
+    low = raw & ((1 << bits) - 1)
+    col = np.arange(X.shape[1], dtype=np.int64) << (12 + bits)
+    return (high << bits) | low | col
+
+
+def fit_lowbits(pos: np.ndarray, neg: np.ndarray, rng: np.random.Generator,
+                bits: int = 4, pseudo: float = 0.5) -> Scorer:
+    """Empirical likelihood ratio of each output's sign, exponent and lowest mantissa bits.
+
+    DP-Sniper's bit-pattern features (Bichsel et al. 2021): a floating-point mechanism
+    whose outputs are "porous" (Mironov 2012) leaves input-dependent patterns in the last
+    bits. Coordinates are combined as independent (their log ratios add). Not part of
+    ``auto``: it tests the arithmetic of a release, not its distribution, and every
+    textbook float64 noise addition fails it.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> even = 1.0 + rng.integers(0, 2**20, size=(2000, 1)) / 2**20  # low bits all zero
+    >>> odd = np.nextafter(even, np.inf)  # the next float up: the last bit set
+    >>> s = fit_lowbits(even[:1000], odd[:1000], rng)
+    >>> bool(s(even[1000:]).min() > 0 > s(odd[1000:]).max())
+    True
+    """
+    kp, kn = _bit_keys(pos, bits).ravel(), _bit_keys(neg, bits).ravel()
+    keys, inv = np.unique(np.concatenate([kp, kn]), return_inverse=True)
+    cp = np.bincount(inv[: len(kp)], minlength=len(keys)).astype(float)
+    cn = np.bincount(inv[len(kp):], minlength=len(keys)).astype(float)
+    table = np.log((cp + pseudo) / len(kp)) - np.log((cn + pseudo) / len(kn))
+
+    def score(X: np.ndarray) -> np.ndarray:
+        k = _bit_keys(X, bits)
+        idx = np.clip(np.searchsorted(keys, k), 0, len(keys) - 1)
+        return np.where(keys[idx] == k, table[idx], 0.0).sum(axis=1)
+
+    return score
+
+
 DISTINGUISHERS: dict[str, FitFn] = {
     "projection": fit_projection,
     "norm": fit_norm,
@@ -226,6 +272,7 @@ DISTINGUISHERS: dict[str, FitFn] = {
     "laplace_lr": fit_laplace_lr,
     "logistic": fit_logistic,
     "histogram": fit_histogram,
+    "lowbits": fit_lowbits,
 }
 AUTO = ("projection", "norm", "lda", "laplace_lr", "logistic", "histogram")
 
