@@ -117,7 +117,9 @@ def audit_blackbox(
     Returns
     -------
     AuditResult
-        With ``epsilon_lower`` (from the chosen bound), both bounds in ``details``.
+        ``epsilon_lower`` from the chosen bound; ``details`` holds the CP bound (and the
+        GDP bound when asked for), the pair and distinguisher that achieved it;
+        ``evidence["test"]`` the test's threshold and held-out counts.
 
     Examples
     --------
@@ -153,7 +155,8 @@ def audit_blackbox(
         for name, fit in dists:
             scorer = fit(fD, fDp, fit_rng)
             candidates.append(stats.ScoreSplit(
-                f"{pr.label}/{name}", safe_scores(scorer, sD, name), safe_scores(scorer, sDp, name),
+                f"{pr.label} | {name}", safe_scores(scorer, sD, name),
+                safe_scores(scorer, sDp, name),
                 safe_scores(scorer, tD, name), safe_scores(scorer, tDp, name)))
 
     cp = stats.bound_from_scores(candidates, delta=setup.delta, alpha=alpha, method="cp",
@@ -165,7 +168,7 @@ def audit_blackbox(
     chosen = gdp if gdp is not None else cp
     eps_acc, acc_note = (accountant_epsilon(setup) if accountant
                          else (None, "not computed (accountant=False)"))
-    pair_label, _, dist_label = chosen.label.partition("/")
+    pair_label, _, dist_label = chosen.label.rpartition(" | ")
     dist_label = dist_label.removesuffix(" (reversed)")
     details = {
         "epsilon_lower_cp": cp.epsilon,
