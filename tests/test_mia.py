@@ -159,7 +159,7 @@ def test_masked_run_matches_a_run_on_the_trials_dataset() -> None:
     pool = make_pool(setup.problem.data, size=4, records="data", relation="add_remove",
                      rng=np.random.default_rng(0))
     M = np.array([[True, False, True, False]])
-    data, _ = pool.slots()
+    data = pool.slots()
     t = resolve("noisy_gd:sound")
     cur = MembershipCurator(data, pool.slot_mask(M), trials=1, rng=5,
                             n_public=setup.problem.data.n)
