@@ -24,16 +24,15 @@ histogram; the planted variants each break one step of the textbook proof:
 The data-independent ``gaussian_mechanism:null_constant`` releases noise alone: its
 outputs have the same distribution on every dataset.
 
-Every other variant snaps its output to a grid far below the noise scale (Mironov 2012,
-Section 5.2, with a fine grid): rounding erases the floating-point artefacts of the noise
-addition, which the ``lowbits`` distinguisher otherwise finds at epsilon > 5 in a
-mechanism calibrated to epsilon = 1, and costs about 10^-4 of the noise in accuracy.
+Every other variant has its output snapped by the curator to a grid far below the noise
+scale (Mironov 2012, Section 5.2, with a fine grid; see :func:`dpverify.curator.snap`):
+rounding erases the floating-point artefacts of the noise addition, which the
+``lowbits`` distinguisher otherwise finds at epsilon > 5 in a
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -80,31 +79,6 @@ def clipped_sum(xp: Any, clip: float | None, norm: str = "l2"):
     return query
 
 
-# Snapping grid: 2^-SNAP_BITS of the noise scale (rounded down to a power of two).
-SNAP_BITS = 12
-
-
-def snap(xp: Any, value: Any, scale: float, bits: int = SNAP_BITS) -> Any:
-    """Round a noisy release to the grid Lambda = 2^(floor(log2 scale) - bits).
-
-    Mironov 2012, Section 5.2 (the snapping mechanism), with a grid far finer than the
-    noise: a float64 sum q + sigma Z carries q's trace in its last bits, which rounding
-    to a power-of-two grid erases exactly (division and multiplication by a power of two
-    are exact). The rounded value differs from the ideal one only when q + sigma Z lies
-    within an ulp of a cell boundary, a probability of order ulp / Lambda (about 1e-12).
-
-    Examples
-    --------
-    >>> import array_api_compat.numpy as xp
-    >>> snap(xp, np.array([1.0 + 2.0**-40]), 1.0).tolist()  # the last bits are gone
-    [1.0]
-    """
-    if not scale > 0:
-        return value
-    lam = 2.0 ** (math.floor(math.log2(scale)) - bits)
-    return xp.round(value / lam) * lam
-
-
 def _claim(p: Mapping[str, Any]) -> PrivacyClaim:
     return PrivacyClaim(epsilon=float(p["epsilon"]), delta=float(p["delta"]),
                         relation=str(p["relation"]))
@@ -121,9 +95,6 @@ def _sum_sensitivity(p: Mapping[str, Any]) -> float:
 
 def _gaussian_run(*, noise_factor: float = 1.0, bug: str = "none"):
     snapped = bug != "float_textbook"
-
-    def out(cur: Curator, value: Any, std: float) -> Any:
-        return snap(cur.xp, value, std) if snapped else value
 
     def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
         xp = cur.xp
@@ -142,7 +113,7 @@ def _gaussian_run(*, noise_factor: float = 1.0, bug: str = "none"):
             query = lambda X, y, w: w @ (X * 0.0)  # noqa: E731  (ignores the data)
         std = noise_factor * mult * declared
         before = cur.rng.bit_generator.state
-        first = out(cur, cur.gaussian("sum", query, sensitivity=declared, noise_std=std), std)
+        first = cur.gaussian("sum", query, sensitivity=declared, noise_std=std, snap=snapped)
         if releases == 1:
             return first
         half = lambda X, y, w: 0.5 * query(X, y, w)  # noqa: E731
@@ -151,11 +122,12 @@ def _gaussian_run(*, noise_factor: float = 1.0, bug: str = "none"):
             # so the second answer carries the very same draw.
             after = cur.rng.bit_generator.state
             cur.rng.bit_generator.state = before
-            second = cur.gaussian("half_sum", half, sensitivity=declared, noise_std=std)
+            second = cur.gaussian("half_sum", half, sensitivity=declared, noise_std=std,
+                                  snap=snapped)
             cur.rng.bit_generator.state = after
         else:
-            second = cur.gaussian("half_sum", half, sensitivity=declared, noise_std=std)
-        second = out(cur, second, std)
+            second = cur.gaussian("half_sum", half, sensitivity=declared, noise_std=std,
+                                  snap=snapped)
         return xp.concat([first, second], axis=1)
 
     return run
@@ -253,9 +225,8 @@ def _laplace_run(*, bug: str = "none"):
         scale = sens / float(p["epsilon"])
         if bug == "naive_float":
             with _noise_source(cur, _NaiveFloatLaplace(cur.backend, int(p["grid_bits"]))):
-                return snap(cur.xp, cur.laplace("sum", query, sensitivity=sens, scale=scale),
-                            scale)
-        return snap(cur.xp, cur.laplace("sum", query, sensitivity=sens, scale=scale), scale)
+                return cur.laplace("sum", query, sensitivity=sens, scale=scale)
+        return cur.laplace("sum", query, sensitivity=sens, scale=scale)
 
     return run
 
@@ -326,8 +297,8 @@ def _histogram_run(*, declared_factor: float = 1.0):
         sens = 1.0 if p["relation"] == "add_remove" else 2.0
         declared = declared_factor * sens
         scale = declared / float(p["epsilon"])
-        return snap(cur.xp, cur.laplace("histogram", histogram_query(cur.xp, int(p["bins"])),
-                                        sensitivity=declared, scale=scale), scale)
+        return cur.laplace("histogram", histogram_query(cur.xp, int(p["bins"])),
+                           sensitivity=declared, scale=scale)
 
     return run
 

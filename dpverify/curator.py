@@ -143,6 +143,31 @@ class Ledger:
         ]
 
 
+# Snapping grid: 2^-SNAP_BITS of the noise scale (rounded down to a power of two).
+SNAP_BITS = 12
+
+
+def snap(xp: Any, value: Any, scale: float, bits: int = SNAP_BITS) -> Any:
+    """Round a noisy release to the grid Lambda = 2^(floor(log2 scale) - bits).
+
+    Mironov 2012, Section 5.2 (the snapping mechanism), with a grid far finer than the
+    noise: a float64 sum q + sigma Z carries q's trace in its last bits, which rounding
+    to a power-of-two grid erases exactly (division and multiplication by a power of two
+    are exact). The rounded value differs from the ideal one only when q + sigma Z lies
+    within an ulp of a cell boundary, a probability of order ulp / Lambda (about 1e-12).
+
+    Examples
+    --------
+    >>> import array_api_compat.numpy as xp
+    >>> snap(xp, np.array([1.0 + 2.0**-40]), 1.0).tolist()  # the last bits are gone
+    [1.0]
+    """
+    if not scale > 0:
+        return value
+    lam = 2.0 ** (math.floor(math.log2(scale)) - bits)
+    return xp.round(value / lam) * lam
+
+
 class Curator:
     """Holds the data, answers queries for K trials at once, and keeps the ledger.
 
@@ -403,9 +428,16 @@ class Curator:
         sensitivity: float,
         noise_std: float,
         batch: Batch | None = None,
+        snap: bool = True,
     ) -> Any:
-        """``query`` plus N(0, noise_std^2) noise; ``sensitivity`` is its declared L2 bound."""
-        return self._release(name, query, "gaussian", sensitivity, "l2", noise_std, batch)
+        """``query`` plus N(0, noise_std^2) noise; ``sensitivity`` is its declared L2 bound.
+
+        The answer is snapped to a grid 2^-12 of the noise scale (:func:`snap`): a float
+        sum q + sigma Z otherwise leaks q through its last bits. ``snap=False`` gives the
+        textbook float mechanism, for planted bugs.
+        """
+        return self._release(name, query, "gaussian", sensitivity, "l2", noise_std, batch,
+                             snap)
 
     def laplace(
         self,
@@ -415,9 +447,13 @@ class Curator:
         sensitivity: float,
         scale: float,
         batch: Batch | None = None,
+        snap: bool = True,
     ) -> Any:
-        """``query`` plus Laplace(scale) noise; ``sensitivity`` is its declared L1 bound."""
-        return self._release(name, query, "laplace", sensitivity, "l1", scale, batch)
+        """``query`` plus Laplace(scale) noise; ``sensitivity`` is its declared L1 bound.
+
+        Snapped like :meth:`gaussian` unless ``snap=False``.
+        """
+        return self._release(name, query, "laplace", sensitivity, "l1", scale, batch, snap)
 
     def exact(self, name: str, query: Query, *, batch: Batch | None = None) -> Any:
         """A non-private answer. The accountant reports epsilon = inf for any run using it."""
@@ -451,6 +487,7 @@ class Curator:
         norm: str | None,
         noise: float,
         batch: Batch | None,
+        snapped: bool = False,
     ) -> Any:
         # A noisy release without a numeric declared sensitivity would be accounted as free
         # (its noise multiplier is infinite), so it is refused rather than recorded.
@@ -485,6 +522,8 @@ class Curator:
             value = value + noise * b.normal(self.rng, shape)
         elif mechanism == "laplace":
             value = value + noise * b.laplace(self.rng, shape)
+        if snapped and mechanism != "exact":
+            value = snap(self.xp, value, noise)
         if self._keep_answers:
             rel.answer = b.to_numpy(value).reshape(self.trials, -1).copy()
         self.ledger.releases.append(rel)
