@@ -74,6 +74,15 @@ def setup(params: dict[str, Any]) -> dict[str, Any]:
 # one-trial-at-a-time NumPy baselines ---------------------------------------------------
 
 
+def _released(g: np.ndarray, noise_std: float) -> np.ndarray:
+    """The noisy sum as the curator releases it (snapped to its grid when it snaps)."""
+    try:
+        from dpverify.curator import snap
+    except ImportError:  # a curator that releases the raw float sum
+        return g
+    return snap(np, g, noise_std)
+
+
 def _project(theta: np.ndarray, radius: float) -> np.ndarray:
     nrm = np.linalg.norm(theta)
     return theta * (radius / nrm) if nrm > radius else theta
@@ -92,7 +101,8 @@ def numpy_loop_per_sample(s: dict[str, Any], trials: int, seed: Any) -> np.ndarr
             G = coef[:, None] * X  # (n, d) per-sample gradients
             norms = np.linalg.norm(G, axis=1)
             G *= np.minimum(1.0, s["clip"] / np.maximum(norms, 1e-300))[:, None]
-            g = G.sum(axis=0) + s["noise_std"] * rng.standard_normal(X.shape[1])
+            g = _released(G.sum(axis=0) + s["noise_std"] * rng.standard_normal(X.shape[1]),
+                          s["noise_std"])
             theta = _project(theta - s["eta"] * (g / n + s["lam"] * theta), s["radius"])
         out[k] = theta
     return out
@@ -109,7 +119,8 @@ def numpy_loop_closed_form(s: dict[str, Any], trials: int, seed: Any) -> np.ndar
         for _ in range(s["T"]):
             coef = -y * 0.5 * (1.0 - np.tanh(0.5 * y * (X @ theta)))
             coef *= np.minimum(1.0, s["clip"] / np.maximum(np.abs(coef) * xnorm, 1e-300))
-            g = coef @ X + s["noise_std"] * rng.standard_normal(X.shape[1])
+            g = _released(coef @ X + s["noise_std"] * rng.standard_normal(X.shape[1]),
+                          s["noise_std"])
             theta = _project(theta - s["eta"] * (g / n + s["lam"] * theta), s["radius"])
         out[k] = theta
     return out
