@@ -1,0 +1,360 @@
+"""Rate verification end to end: sweeps, fits against the theorem, verdicts, the check kind."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpverify.checks import CheckSpec, Outcome, RunContext, check_kind
+from dpverify.claims import Verdict
+from dpverify.errors import InputError
+from dpverify.rates.fit import FitSettings, RateFit, fit_rate
+from dpverify.rates.grids import (
+    PRIVACY_AXES,
+    Sweep,
+    default_grid,
+    run_function_sweep,
+    run_sweep,
+    sweep_stream,
+)
+from dpverify.rates.theory import Theory
+from dpverify.registry import is_registered_target, load_callable, resolve
+
+SCHEMA = "dpverify-rates/1"
+AXES = ("auto", "param", "gdp")
+DEFAULT_SEEDS = {"quick": 20, "thorough": 40}
+
+
+def fit_sweep(sweep: Sweep, theory: Theory, settings: FitSettings | None = None, *,
+              axis: str = "auto") -> RateFit:
+    """Fit a sweep's exponent against ``theory`` (log factors divided, regime applied).
+
+    ``axis``: ``param`` regresses on the swept values; ``gdp`` (for ``epsilon``/``rho``)
+    on the ledger's GDP mu (epsilon ~ mu, rho = mu^2 / 2), i.e. on the noise actually
+    added, since an exact accountant's sigma(epsilon) is not a power law (its local slope
+    is -0.80 to -0.91 at delta = 1e-5; benchmarking anchors, Part A pitfall 6); ``auto``
+    uses ``gdp`` for those parameters when every point's ledger is Gaussian. The fit on the
+    raw values is kept as ``exponent_raw``.
+
+    Examples
+    --------
+    >>> from dpverify.rates.grids import run_function_sweep
+    >>> sw = run_function_sweep(lambda n, seed: (1 + 0.1 * (seed % 7)) / n, "n",
+    ...                         [100, 200, 400, 800], seeds=8)
+    >>> fit_sweep(sw, Theory("function", {"n": -1.0})).verdict.value
+    'PASS'
+    """
+    if axis not in AXES:
+        raise InputError(f"axis must be one of {AXES}, got {axis!r}")
+    settings = settings or FitSettings()
+    values = np.array([float(v) for v in sweep.values])
+    L = np.array([theory.log_factor(p) for p in sweep.params])
+    regime = np.array([theory.in_regime(p) for p in sweep.params])
+    use_gdp = sweep.parameter in PRIVACY_AXES and sweep.mu.size == values.size and bool(
+        np.all(np.isfinite(sweep.mu) & (sweep.mu > 0)))
+    if axis == "gdp" and not use_gdp:
+        raise InputError(f"axis 'gdp' needs an epsilon or rho sweep of a target whose "
+                         f"releases are all Gaussian (parameter {sweep.parameter!r})")
+    use_gdp = use_gdp and axis != "param"
+    x = sweep.mu ** PRIVACY_AXES[sweep.parameter] if use_gdp else None
+    kw = dict(theory=theory.exponent(sweep.parameter), parameter=sweep.parameter,
+              log_factor=L, in_regime=regime, sided=theory.sided, settings=settings)
+    fit = fit_rate(values, sweep.utilities, x=x,
+                   rng=sweep_stream(sweep.seed, sweep.parameter, 2), **kw)
+    if use_gdp:
+        raw = fit_rate(values, sweep.utilities, rng=sweep_stream(sweep.seed, sweep.parameter, 2),
+                       **kw)
+        fit.axis, fit.exponent_raw = "gdp", raw.exponent
+        fit.message += (f" [regressed on the ledger's GDP mu; on {sweep.parameter} itself the "
+                        f"exponent is {raw.exponent:.3f}]")
+    if sweep.parameter not in theory.exponents:
+        fit.flags.append(f"the theorem does not depend on {sweep.parameter!r} (exponent 0)")
+    if sweep.seeds < 10:
+        fit.flags.append(f"{sweep.seeds} seeds: bootstrap intervals undercover below ~10 seeds")
+    return fit
+
+
+@dataclass
+class RatesResult:
+    """Every sweep and fit of one target, with the theory they were judged against."""
+
+    target: str
+    theory: Theory
+    sweeps: list[Sweep]
+    fits: list[RateFit]
+    seed: int
+    drift: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> Verdict:
+        """FAIL if any fit fails, else INCONCLUSIVE if any is, else PASS."""
+        return worst([f.verdict for f in self.fits])
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON record ``dpverify rates --json`` writes (and ``--baseline`` reads)."""
+        fits = []
+        for f, sw in zip(self.fits, self.sweeps, strict=True):
+            d = f.to_dict()
+            d["metric"] = sw.metric
+            d["seconds"] = float(np.sum(sw.seconds))
+            fits.append(d)
+        return {"schema": SCHEMA, "target": self.target, "seed": self.seed,
+                "verdict": self.verdict.value, "theory": self.theory.to_dict(), "fits": fits,
+                "drift": self.drift}
+
+
+def worst(verdicts: Sequence[Verdict]) -> Verdict:
+    """The verdict that dominates: FAIL, then INCONCLUSIVE, then PASS.
+
+    Examples
+    --------
+    >>> worst([Verdict.PASS, Verdict.INCONCLUSIVE]).value
+    'INCONCLUSIVE'
+    """
+    for v in (Verdict.FAIL, Verdict.INCONCLUSIVE):
+        if v in verdicts:
+            return v
+    return Verdict.PASS
+
+
+def resolve_theory(target: str, *, metric: str | None = None,
+                   theory: Mapping[str, float] | None = None,
+                   log_factors: Sequence[str] | None = None,
+                   regime: Sequence[str] | None = None,
+                   sided: str | None = None) -> Theory:
+    """The theorem to test: the variant's declared utility claim, with user overrides.
+
+    A ``module:function`` target has no claim: ``theory`` (exponents) is then required.
+
+    Examples
+    --------
+    >>> resolve_theory("noisy_gd:sound").exponents["d"]
+    1.0
+    >>> resolve_theory("noisy_gd:sound", theory={"n": -1}).exponents
+    {'n': -1.0}
+    """
+    base: Theory | None = None
+    if is_registered_target(target):
+        claim = resolve(target).variant.utility
+        if claim is not None:
+            base = Theory.from_claim(claim)
+    if base is not None and metric is not None and metric != base.quantity and not theory:
+        from dpverify.rates.metrics import get_metric
+
+        if get_metric(metric) is not get_metric(base.quantity):
+            raise InputError(f"{target}'s theorem bounds {base.quantity!r}, not {metric!r}: "
+                             f"give the exponents of {metric!r} (--theory k=v)")
+    if base is None and not theory:
+        raise InputError(f"{target} declares no utility theorem: give its exponents "
+                         f"(--theory n=-1 or the check option theory = {{n = -1}})")
+    exps = ({str(k): float(v) for k, v in theory.items()} if theory
+            else dict(base.exponents))  # type: ignore[union-attr]
+    return Theory(
+        quantity=metric or (base.quantity if base else "function"),
+        exponents=exps,
+        log_factors=tuple(log_factors) if log_factors is not None else (
+            base.log_factors if base else ()),
+        sided=sided or (base.sided if base else "upper"),
+        regime=tuple(regime) if regime is not None else (base.regime if base else ()),
+        source=base.source if base and not theory else "user",
+    )
+
+
+def verify_rates(
+    target: str | Callable[..., Any],
+    vary: Mapping[str, Sequence[Any]] | Sequence[str] | None = None,
+    *,
+    params: Mapping[str, Any] | None = None,
+    seeds: int | None = None,
+    seed: int = 0,
+    scale: str = "quick",
+    metric: str | None = None,
+    theory: Mapping[str, float] | None = None,
+    log_factors: Sequence[str] | None = None,
+    regime: Sequence[str] | None = None,
+    sided: str | None = None,
+    settings: FitSettings | None = None,
+    axis: str = "auto",
+    backend: str = "numpy",
+    common_random_numbers: bool = True,
+    progress: Callable[[str, float], None] | None = None,
+) -> RatesResult:
+    """Sweep each varied parameter of a target and judge its exponent against the theorem.
+
+    Parameters
+    ----------
+    target
+        ``name:variant`` of a registered algorithm, ``module:function`` or a Python
+        function ``f(**params, seed) -> utility`` (a user's own experiment, no curator).
+    vary
+        ``{parameter: grid values}``, or parameter names (log2 grids around their current
+        values); default: every parameter the theorem has an exponent for (registered
+        targets only). Each parameter is swept one at a time, the others held fixed.
+    params
+        Fixed parameters (algorithm overrides, or the function's other arguments).
+    seeds
+        Runs per grid point (default 20, 40 at the thorough scale).
+    theory, log_factors, regime, sided
+        Override (or, for functions, supply) the theorem.
+    settings
+        How fits are made and judged (:class:`~dpverify.rates.fit.FitSettings`).
+    axis
+        See :func:`fit_sweep`.
+
+    Examples
+    --------
+    >>> res = verify_rates("noisy_gd:planted_noise_grows_sqrt_n", {"n": [200, 400, 800]},
+    ...                    params={"T": 30}, seeds=10)
+    >>> res.fits[0].verdict.value, round(res.fits[0].exponent, 1)
+    ('FAIL', -1.0)
+    """
+    seeds = int(seeds or DEFAULT_SEEDS.get(scale, 20))
+    settings = settings or FitSettings()
+    fn: Callable[..., Any] | None = None
+    if callable(target):
+        fn, name = target, getattr(target, "__name__", "function")
+    elif is_registered_target(target):
+        name = resolve(target).id
+    else:
+        fn, name = load_callable(target), str(target)
+    if fn is None:
+        th = resolve_theory(name, metric=metric, theory=theory, log_factors=log_factors,
+                            regime=regime, sided=sided)
+    else:
+        th = _function_theory(name, theory, log_factors, regime, sided, metric)
+
+    if fn is None:
+        t = resolve(name)
+        base = t.algorithm.params(t.variant.name, params, scale)
+        if vary is None:
+            vary = [k for k in th.exponents if k in base]
+            if not vary:
+                raise InputError(f"the theorem of {name} has no exponent for any of its "
+                                 f"parameters; name one with --vary")
+        grids = _grids(vary, lambda k: base.get(k), scale)
+    else:
+        if not vary or not isinstance(vary, Mapping):
+            raise InputError("a function target needs grid values: --vary n=100,200,400")
+        grids = {k: list(v) for k, v in vary.items()}
+
+    sweeps, fits = [], []
+    for k, values in grids.items():
+        if fn is None:
+            sw = run_sweep(resolve(name), k, values, params=params, seeds=seeds, seed=seed,
+                           metric=metric or th.quantity, scale=scale, backend=backend,
+                           common_random_numbers=common_random_numbers, progress=progress)
+        else:
+            sw = run_function_sweep(fn, k, values, fixed=params, seeds=seeds, seed=seed,
+                                    name=name, common_random_numbers=common_random_numbers,
+                                    progress=progress)
+        sweeps.append(sw)
+        fits.append(fit_sweep(sw, th, settings, axis=axis))
+    return RatesResult(target=name, theory=th, sweeps=sweeps, fits=fits, seed=int(seed))
+
+
+def _function_theory(name: str, theory: Mapping[str, float] | None,
+                     log_factors: Sequence[str] | None, regime: Sequence[str] | None,
+                     sided: str | None, metric: str | None) -> Theory:
+    if not theory:
+        raise InputError(f"{name} declares no utility theorem: give its exponents "
+                         f"(--theory n=-1 or the check option theory = {{n = -1}})")
+    return Theory(quantity=metric or "function",
+                  exponents={str(k): float(v) for k, v in theory.items()},
+                  log_factors=tuple(log_factors or ()), regime=tuple(regime or ()),
+                  sided=sided or "upper", source="user")
+
+
+def _grids(vary: Mapping[str, Sequence[Any]] | Sequence[str], base: Callable[[str], Any],
+           scale: str) -> dict[str, list[Any]]:
+    if isinstance(vary, str):
+        vary = [vary]
+    if isinstance(vary, Mapping):
+        return {str(k): list(v) for k, v in vary.items()}
+    out = {}
+    for k in vary:
+        b = base(k)
+        if b is None:
+            raise InputError(f"no current value of {k!r} to build a default grid around; "
+                             f"give values")
+        out[str(k)] = default_grid(b, k, scale)
+    return out
+
+
+# The check kind ---------------------------------------------------------------------------
+
+_SETTING_KEYS = ("confidence", "tolerance", "max_width", "n_boot", "model", "floor_select",
+                 "min_points", "interval", "weighted")
+_OPTION_KEYS = {"vary", "values", "seeds", "metric", "theory", "log_factors", "regime",
+                "sided", "axis", "common_random_numbers", *_SETTING_KEYS}
+
+
+def _check_vary(options: Mapping[str, Any]) -> Any:
+    vary, values = options.get("vary"), options.get("values")
+    if isinstance(vary, Mapping):
+        if values is not None:
+            raise InputError("give vary as a table of grids, or vary (a name) with values")
+        return {str(k): list(v) for k, v in vary.items()}
+    if values is not None:
+        if isinstance(values, Mapping):
+            return {str(k): list(v) for k, v in values.items()}
+        if not isinstance(vary, str):
+            raise InputError("values needs vary to name the one parameter they belong to")
+        return {vary: list(values)}
+    return vary  # a name, a list of names, or None (every exponent of the theorem)
+
+
+@check_kind("rate")
+def rate_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
+    """Sweep a parameter and test its fitted exponent against the declared utility theorem.
+
+    Options: ``vary`` (a parameter name, a list of names or a table of grids), ``values``
+    (the grid of ``vary``), ``seeds``, ``metric``, ``theory`` (exponents, to override or to
+    supply for ``module:function`` targets), ``log_factors``, ``regime``, ``sided``,
+    ``axis``, ``common_random_numbers`` and the :class:`FitSettings` fields. Seeds come
+    from the options, else ``ctx.trials``, else 20 (40 at the thorough scale).
+    """
+    opts = {k: v for k, v in spec.options.items() if not str(k).startswith("_")}  # loader's
+    unknown = set(opts) - _OPTION_KEYS
+    if unknown:
+        raise InputError(f"{spec.source or spec.id}: unknown rate option(s) {sorted(unknown)}; "
+                         f"known: {sorted(_OPTION_KEYS)}")
+    settings = FitSettings(**{k: opts[k] for k in _SETTING_KEYS if k in opts})
+    seeds = opts.get("seeds") or ctx.trials or DEFAULT_SEEDS.get(ctx.scale, 20)
+    theory = opts.get("theory")
+    res = verify_rates(
+        spec.target, _check_vary(opts), params=dict(spec.params), seeds=int(seeds),
+        seed=ctx.seed, scale=ctx.scale, metric=opts.get("metric"),
+        theory=dict(theory) if theory else None, log_factors=opts.get("log_factors"),
+        regime=opts.get("regime"), sided=opts.get("sided"), settings=settings,
+        axis=opts.get("axis", "auto"), backend=ctx.backend,
+        common_random_numbers=bool(opts.get("common_random_numbers", True)),
+        progress=ctx.progress,
+    )
+    return outcome_of(res)
+
+
+def outcome_of(res: RatesResult) -> Outcome:
+    """An :class:`Outcome` from a rates result: the deciding fit's numbers as metrics."""
+    verdict = res.verdict
+    decisive = next((f for f in res.fits if f.verdict == verdict), res.fits[0])
+    d = decisive.to_dict()
+    metrics = {k: d[k] for k in ("parameter", "exponent", "ci_low", "ci_high", "theory",
+                                 "rule", "confidence", "tolerance", "sided", "model",
+                                 "exponent_power", "exponent_offset", "floor_share", "axis",
+                                 "exponent_raw", "seeds", "values", "medians", "means")}
+    metrics["quantity"] = res.theory.quantity
+    if len(res.fits) > 1:
+        metrics["fits"] = [
+            {k: f.to_dict()[k] for k in ("parameter", "exponent", "ci_low", "ci_high",
+                                         "theory", "verdict")} for f in res.fits]
+    evidence = {"points": [
+        {"parameter": f.parameter, "values": f.values.tolist(), "x": f.x.tolist(),
+         "in_regime": f.in_regime.tolist(), "medians": f.medians.tolist(),
+         "means": f.means.tolist(), "local_slopes": f.local_slopes.tolist(), "flags": f.flags}
+        for f in res.fits], "theory": res.theory.to_dict()}
+    message = "; ".join(f.message for f in res.fits)
+    return Outcome(verdict, metrics, evidence, message)
+
