@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -130,35 +131,79 @@ def clipped_grad_sum(cur: Any, loss: Any, theta: Any, clip: float | None, *,
 
 
 # The NumPy path of clipped_grad_sum, computing the same numbers with less work per step:
-# the row norms and finiteness of X are computed once per data array instead of once per
-# step, and the clipping and weighting passes over the (trials, n) arrays are skipped when
-# they provably change nothing. Every result is bit-identical to the generic path above.
-_ROW_STATS: dict[tuple[int, int], tuple[Any, Any, Any, bool, np.ndarray, float]] = {}
+# facts about X (row norms, finiteness) are computed once per data array instead of once
+# per step, and passes over the (trials, n) arrays are skipped when they provably change
+# nothing. Every result is bit-identical to the generic path above.
 
 
-def _row_stats(X: np.ndarray, y: np.ndarray) -> tuple[bool, np.ndarray, float]:
+@dataclass
+class _Rows:
+    """What the NumPy path reuses about one data array (X, y) across steps."""
+
+    X: Any  # weak references: the cache must not keep finished runs' data alive
+    y: Any
+    shape: tuple[int, ...]
+    all_ok: bool
+    xnorm: np.ndarray
+    xmax: float
+    scaled: tuple[np.ndarray, np.ndarray] | None | bool = False  # False: not computed yet
+
+
+_ROW_STATS: dict[tuple[int, int], _Rows] = {}
+
+
+def _rows(X: np.ndarray, y: np.ndarray) -> _Rows:
     key = (id(X), id(y))
     hit = _ROW_STATS.get(key)
-    if hit is not None and hit[0]() is X and hit[1]() is y and hit[2] == X.shape:
-        return hit[3], hit[4], hit[5]
+    if hit is not None and hit.X() is X and hit.y() is y and hit.shape == X.shape:
+        return hit
     ok = np.all(np.isfinite(X), axis=1) & np.isfinite(y)
     all_ok = bool(ok.all())
     # Norms of the rows the generic path would see (non-finite rows zeroed).
     xnorm = _np_xp().linalg.vector_norm(X if all_ok else np.where(ok[:, None], X, 0.0), axis=1)
     if len(_ROW_STATS) > 64:  # data arrays of finished runs; ids may be reused
         _ROW_STATS.clear()
-    _ROW_STATS[key] = (weakref.ref(X), weakref.ref(y), X.shape, all_ok, xnorm,
-                       float(np.max(xnorm, initial=0.0)))
-    return all_ok, xnorm, float(np.max(xnorm, initial=0.0))
+    rows = _Rows(weakref.ref(X), weakref.ref(y), X.shape, all_ok, xnorm,
+                 float(np.max(xnorm, initial=0.0)))
+    _ROW_STATS[key] = rows
+    return rows
+
+
+def _exact_scaling_range(dtype: Any) -> tuple[float, float]:
+    """Magnitudes within which scaling by 1/2 commutes with every rounding of a GEMM.
+
+    Entries of theta and X in [lo, hi] (or 0) keep every product and partial sum of
+    theta @ X.T either 0 or far inside the normal range (no underflow, no overflow), where
+    multiplying by a power of two is exact and so commutes with rounding.
+    """
+    return (2.0**-400, 2.0**400) if np.dtype(dtype).itemsize >= 8 else (2.0**-30, 2.0**30)
+
+
+def _in_range(a: np.ndarray, lo: float, hi: float) -> bool:
+    m = np.abs(a)
+    return bool(np.all((m == 0) | ((m >= lo) & (m <= hi))))
+
+
+def _logistic_scaled(rows: _Rows, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """(X * (y/2), X * (-y/2)) when labels are +-1 and X's entries are in range."""
+    if rows.scaled is False:
+        lo, hi = _exact_scaling_range(X.dtype)
+        if rows.all_ok and X.dtype == y.dtype and np.all(np.abs(y) == 1) and _in_range(X, lo, hi):
+            rows.scaled = (X * (0.5 * y)[:, None], X * (-y * 0.5)[:, None])
+        else:
+            rows.scaled = None
+    return rows.scaled  # type: ignore[return-value]
 
 
 def _clipped_grad_sum_numpy(X: np.ndarray, y: np.ndarray, w: np.ndarray, theta: np.ndarray,
                             loss: Any, backend: Any, clip: float | None,
                             guard_nonfinite: bool, w_all_ones: bool) -> np.ndarray:
     xp = backend.xp
+    rows = None
     if guard_nonfinite:
-        all_ok, xnorm, xmax = _row_stats(X, y)
-        if not all_ok:
+        rows = _rows(X, y)
+        xnorm, xmax = rows.xnorm, rows.xmax
+        if not rows.all_ok:
             ok = np.all(np.isfinite(X), axis=1) & np.isfinite(y)
             X = np.where(ok[:, None], X, np.zeros_like(X))
             y = np.where(ok, y, np.zeros_like(y))
@@ -167,17 +212,34 @@ def _clipped_grad_sum_numpy(X: np.ndarray, y: np.ndarray, w: np.ndarray, theta: 
     else:
         xnorm = xp.linalg.vector_norm(X, axis=1)
         xmax = float(np.max(xnorm, initial=0.0))
-    Z = theta @ X.T
-    if type(loss) is Logistic and type(backend).glm_coefficients is NumpyBackend.glm_coefficients:
+    numpy_logistic = (type(loss) is Logistic and type(backend).glm_coefficients
+                      is NumpyBackend.glm_coefficients and theta.dtype == X.dtype == y.dtype)
+    scaled = _logistic_scaled(rows, X, y) if numpy_logistic and rows is not None else None
+    if scaled is not None and _in_range(theta, *_exact_scaling_range(theta.dtype)):
+        # Logistic.dvalue is -(y/2) (1 - tanh((y/2) z)). With y = +-1, y/2 is a signed
+        # power of two, so it can be moved into X exactly (see _exact_scaling_range):
+        # theta @ (X y/2).T is (y/2) z bit for bit, and the coefficient's factor -(y/2)
+        # goes into the second product. Two passes over the block instead of six.
+        Xa, Xb = scaled
+        U = theta @ Xa.T
+        np.tanh(U, out=U)
+        np.subtract(1.0, U, out=U)  # |coef_i| = U_i / 2 exactly
+        if w_all_ones and (clip is None or 0.5 * float(np.max(U, initial=0.0)) * xmax
+                           * (1.0 + 1e-6) <= clip):
+            return U @ Xb  # no clip factor differs from 1 (see the bound below)
+        U *= -y * 0.5
+        coef = U
+    elif numpy_logistic:
         # Logistic.dvalue's operations in its order, in place in Z (ours, fresh): four
         # temporaries the size of the block cost a quarter of the step.
+        Z = theta @ X.T
         Z *= 0.5 * y
         np.tanh(Z, out=Z)
         np.subtract(1.0, Z, out=Z)
         Z *= -y * 0.5
         coef = Z
     else:
-        coef = backend.glm_coefficients(loss, Z, y)
+        coef = backend.glm_coefficients(loss, theta @ X.T, y)
     if clip is not None and coef.size:
         # Every norm |c_i| ||x_i|| is at most max|c| max||x||; with a margin for rounding
         # (float32 included) no clip factor then differs from 1. NaN fails the test and

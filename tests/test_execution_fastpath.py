@@ -46,11 +46,14 @@ def test_fast_clipped_sum_is_bit_identical(loss_name: str, dtype: str) -> None:
     loss = LOSSES[loss_name]
     rng = np.random.default_rng([sorted(LOSSES).index(loss_name), dtype == "float32"])
     n, d, K = 40, 3, 5
-    for clip in (None, 5.0, 0.3, 0.02):
+    for clip, real_labels in ((None, False), (5.0, False), (0.3, False), (0.02, False),
+                              (None, True), (0.3, True)):
         for nan_row in (False, True):
             for guard in (True, False):
                 X = rng.standard_normal((n, d)) * rng.uniform(0.1, 3.0, (n, 1))
                 y = np.sign(rng.standard_normal(n))
+                if real_labels:  # not +-1: the logistic shortcut through y/2 must not apply
+                    y *= rng.uniform(0.5, 2.0, n)
                 if nan_row:
                     X[2, 1] = np.nan
                 D = Dataset(X, y, allow_nonfinite=nan_row)
