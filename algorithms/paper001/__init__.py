@@ -1,0 +1,22 @@
+"""Paper 001: Kornowski, Liu, Talwar, "Improved sample complexity for private nonsmooth
+nonconvex optimization".
+
+Registered algorithms (entry point ``dpverify.algorithms``: ``paper001``), each Algorithm 2
+(O2NC) with one of the paper's oracles, as a ``paper`` variant (as printed, carrying the
+findings of the notes with the paper's line numbers) and a ``sound`` one (per-record
+estimates projected onto balls, noise calibrated by the accountant):
+
+* ``o2nc_zo``: single-pass zero-order oracle, Algorithm 3 (Theorem 3.1);
+* ``o2nc_erm``: multi-pass zero-order ERM oracle, Algorithm 4 (Theorem 4.1);
+* ``o2nc_fo``: single-pass first-order oracle, Algorithm 5 (Theorem 6.1).
+
+The tree mechanism (Algorithm 1) is the curator primitive :mod:`dpverify.tree`; the
+Goldstein stationarity metric is :mod:`dpverify.metrics_goldstein`.
+"""
+
+from algorithms.paper001.multi_pass import O2NC_ERM
+from algorithms.paper001.single_pass import O2NC_FO, O2NC_ZO
+
+ALGORITHMS = [O2NC_ZO, O2NC_ERM, O2NC_FO]
+
+__all__ = ["ALGORITHMS", "O2NC_ERM", "O2NC_FO", "O2NC_ZO"]
