@@ -146,8 +146,9 @@ def ledger_events(ledger: Ledger | Iterable[Release], relation: str = "add_remov
         return [_compose(common)]
     # Per (trial, record): how often each distinct partitioned event touched it.
     kinds = list(dict.fromkeys(ev for ev, _ in partitioned))
-    shape = partitioned[0][1].shape
-    hist = np.zeros((len(kinds),) + shape, dtype=np.int64)
+    # Masks hold one row when every trial touched the same records (see the curator).
+    trials = max(t.shape[0] for _, t in partitioned)
+    hist = np.zeros((len(kinds), trials, partitioned[0][1].shape[1]), dtype=np.int64)
     for ev, touched in partitioned:
         hist[kinds.index(ev)] += touched
     rows = np.unique(hist.reshape(len(kinds), -1).T, axis=0)

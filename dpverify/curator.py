@@ -505,7 +505,7 @@ class Curator:
             batch_size=batch.size, dataset_size=self.n, step=self._step, shape=(),
         )
         if batch.scheme not in AMPLIFIED and batch.scheme != "full":
-            rel.touched = batch.weights > 0
+            rel.touched = _compact_touched(batch.weights > 0)
         if batch.weights is self._ones:
             self.ledger.records_touched += int(np.count_nonzero(self._present[0]))
         else:
@@ -558,6 +558,20 @@ class Curator:
         rel.value_D, rel.value_D_prime = flat(v), flat(vp)
         rel.included = w[:, i] > 0
         return v
+
+
+# Trials kept per partitioned release for per-record accounting: the batch assignment is
+# data-independent and identically distributed across trials, so a few dozen trials show
+# the record histories, and a (trials x records) mask per release would not fit at audit
+# trial counts (1e4 trials x 1e3 records x 100 releases is 1 GB).
+TOUCHED_TRIALS = 64
+
+
+def _compact_touched(mask: np.ndarray) -> np.ndarray:
+    """One row when every trial touched the same records, else the first rows."""
+    if mask.shape[0] > 1 and (mask == mask[:1]).all():
+        return mask[:1].copy()
+    return mask[:TOUCHED_TRIALS].copy()
 
 
 def _as_generator(

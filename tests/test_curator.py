@@ -449,4 +449,14 @@ def test_explicit_batches_may_be_built_by_hand(small_data, sum_query):
     ans = cur.gaussian("g", sum_query, sensitivity=1.0, noise_std=0.0,
                        batch=Batch("shuffle", w, 2 / 6, 2))
     np.testing.assert_allclose(ans, np.tile(small_data.X[[0, 2]].sum(axis=0), (2, 1)))
-    np.testing.assert_array_equal(cur.ledger.releases[0].touched, w > 0)
+    # The same records in every trial: the ledger keeps one row.
+    np.testing.assert_array_equal(cur.ledger.releases[0].touched, w[:1] > 0)
+
+
+def test_touched_masks_stay_small_at_audit_trial_counts(small_data, sum_query):
+    from dpverify.curator import TOUCHED_TRIALS
+
+    cur = Curator(small_data, trials=200, rng=0)
+    for b in cur.epoch(2):
+        cur.gaussian("g", sum_query, sensitivity=1.0, noise_std=1.0, batch=b)
+    assert all(r.touched.shape == (TOUCHED_TRIALS, small_data.n) for r in cur.ledger)
