@@ -123,3 +123,21 @@ def distance(problem: Problem, outputs: np.ndarray, params: Mapping[str, Any]) -
     """
     optimum = np.asarray(_need(problem, "optimum", "distance"), dtype=float).reshape(1, -1)
     return np.linalg.norm(_as_outputs(outputs) - optimum, axis=1)
+
+
+# Stationarity metrics of the nonsmooth and minimax theorems live beside their solvers;
+# they are registered here, imported on first use, so every rate check can name them.
+def _deferred(module: str, attr: str, name: str, *aliases: str) -> None:
+    def metric(problem: Problem, outputs: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
+        import importlib
+
+        return getattr(importlib.import_module(module), attr)(problem, outputs, params)
+
+    metric.__name__ = attr
+    metric.__doc__ = f"``{module}.{attr}``, imported on first use."
+    register_metric(name, *aliases)(metric)
+
+
+_deferred("dpverify.metrics_goldstein", "goldstein", "goldstein", "goldstein_stationarity")
+for _name in ("grad_norm_phi", "min_eig_phi", "sosp_alpha", "phi_value"):
+    _deferred("dpverify.metrics_sosp", _name, _name)
