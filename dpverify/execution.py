@@ -111,8 +111,10 @@ def run_target(
 
 DEFAULT_BLOCK = 1024
 
-# auto_block_size: a (trials x n) array of about this many bytes stays in a core's L2 cache
-# (measured: per-element cost of the GLM step rises by a third once it leaves).
+# auto_block_size: a (trials x n) array of about this many bytes stays in a core's L2 cache.
+# Measured (benchmarks/bench_throughput.py --sweep, n=1000): generic losses, whose steps make
+# several such temporaries, slow by up to a third at larger blocks; the logistic fast path
+# is flat from 64 to 1024 trials; below 32, Python overhead per step shows.
 CACHE_BYTES = 512 * 1024
 MIN_AUTO_BLOCK, MAX_AUTO_BLOCK = 16, 1024
 # Working memory of a block: this many (trials x n) arrays live at once in a step (margins,
