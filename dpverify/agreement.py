@@ -617,7 +617,7 @@ def run_command(args: argparse.Namespace) -> int:
         options={"mode": args.mode, "trials": trials, "alpha": args.alpha,
                  "device": args.device, "dtype": args.dtype, "safety": args.safety},
     )
-    ctx = RunContext(seed=args.seed, scale=args.scale)
+    ctx = RunContext.from_args(args)
     import time
 
     t0 = time.perf_counter()

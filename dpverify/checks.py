@@ -45,6 +45,34 @@ class RunContext:
     report_dir: str | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def from_args(cls, args: Any, **overrides: Any) -> RunContext:
+        """The context of a command line: the shared options every subcommand takes.
+
+        Examples
+        --------
+        >>> import argparse
+        >>> RunContext.from_args(argparse.Namespace(seed=3, workers=2, quiet=True)).extras
+        {'quiet': True, 'checkpoint': None}
+        """
+        seed = getattr(args, "seed", None)
+        kw: dict[str, Any] = {
+            "seed": 0 if seed is None else seed,
+            "scale": getattr(args, "scale", "quick"),
+            "trials": getattr(args, "trials", None),
+            "workers": getattr(args, "workers", 1) or 1,
+            "executor": getattr(args, "executor", "local"),
+            "scheduler": getattr(args, "scheduler", None),
+            "backend": getattr(args, "backend", "numpy"),
+            "report_dir": getattr(args, "report_dir", None),
+            "extras": {"quiet": bool(getattr(args, "quiet", False)),
+                       "checkpoint": getattr(args, "checkpoint", None)},
+        }
+        extras = overrides.pop("extras", {})
+        kw.update(overrides)
+        kw["extras"].update(extras)
+        return cls(**kw)
+
 
 @dataclass
 class Outcome:

@@ -24,6 +24,7 @@ PLUGGED = {
     "rates": ("dpverify.rates", "fit utility rate exponents against the declared theorem"),
     "agree": ("dpverify.agreement", "NumPy vs torch backend agreement"),
     "mia": ("dpverify.mia", "membership inference against a target"),
+    "report": ("dpverify.report.cli", "render a report.json as Markdown and HTML"),
 }
 
 
@@ -60,6 +61,8 @@ def add_common_options(p: argparse.ArgumentParser, *, suite: bool = False) -> No
     p.add_argument("--scale", choices=["quick", "thorough"], default="quick")
     p.add_argument("--json", dest="json_path", default=None, help="write results as JSON here")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--checkpoint", default=None, metavar="DIR",
+                   help="keep finished trial blocks here; a rerun resumes from them")
     if not suite:
         p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                        help="algorithm parameter override (repeatable)")

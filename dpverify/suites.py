@@ -286,10 +286,7 @@ def run_command(args: Any) -> int:
     # --seed given on the command line overrides the suites' own seeds; otherwise a suite's
     # seed (or 0) is its root seed. The report records the seed each suite ran with.
     seed_from_cli = args.seed is not None
-    ctx = RunContext(seed=args.seed if seed_from_cli else 0, scale=args.scale,
-                     trials=args.trials, workers=args.workers, executor=args.executor,
-                     scheduler=args.scheduler, backend=args.backend, report_dir=args.report_dir,
-                     extras={"seed_from_cli": seed_from_cli})
+    ctx = RunContext.from_args(args, extras={"seed_from_cli": seed_from_cli})
     total = sum(len(s.checks) for s in suites)
     console = Console(stderr=True, quiet=args.quiet)
     done = 0

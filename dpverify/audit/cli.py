@@ -107,8 +107,7 @@ def run_command(args: argparse.Namespace) -> int:
         "scale": args.scale, "backend": args.backend,
     }
     if mode in DEFAULT_TRIALS:
-        ctx = RunContext(seed=args.seed, workers=args.workers, executor=args.executor,
-                         scheduler=args.scheduler, extras={"quiet": bool(args.quiet)})
+        ctx = RunContext.from_args(args)
         opts.update(neighbours=args.neighbours, bound=args.bound,
                     trials=args.trials if args.trials is not None else DEFAULT_TRIALS[mode],
                     block_size=args.block_size)
