@@ -7,6 +7,7 @@ import math
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -276,7 +277,9 @@ def test_parse_params():
 
 def test_console_script(tmp_path):
     """The installed ``dpverify`` command, end to end in a fresh process."""
-    exe = shutil.which("dpverify")
+    # The script sits beside this interpreter (a venv that is used, not activated).
+    beside = Path(sys.executable).parent / "dpverify"
+    exe = str(beside) if beside.exists() else shutil.which("dpverify")
     assert exe is not None, "the dpverify console script is not installed"
     path = tmp_path / "acc.json"
     res = subprocess.run([exe, "account", "noisy_gd:sound", "--param", "T=3", "--param",
