@@ -7,6 +7,7 @@ import importlib.metadata
 import json
 import math
 import platform
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from dpverify.checks import CheckResult, jsonable
 from dpverify.errors import InputError
 from dpverify.report.io import write_json_atomic, write_text_atomic
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 _PACKAGES = ("dpverify", "numpy", "scipy", "dp-accounting", "statsmodels", "hypothesis",
              "torch", "dask", "diffprivlib", "opacus")
 # Metrics shown in the summary, in order, when a check has them.
@@ -33,16 +34,45 @@ def package_versions() -> dict[str, str | None]:
     return out
 
 
+def _algorithms(results: Any, scale: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Registry information per target, and each check's own claim (at its parameters)."""
+    from dpverify.report.paper import target_info
+
+    algos: dict[str, Any] = {}
+    claims: dict[str, Any] = {}
+    for r in results:
+        t = r.spec.target
+        if t not in algos:
+            algos[t] = target_info(t, scale=scale)
+        if algos[t] is not None:
+            info = target_info(t, r.spec.params, scale) if r.spec.params else algos[t]
+            claims[r.spec.id] = info["claim"] if info else None
+    return algos, claims
+
+
 def report_dict(run: Any, regressions: list[str] | None = None) -> dict[str, Any]:
     """The JSON report of a suite run (see DESIGN.md, public contract).
+
+    Schema 1.1 adds, to 1.0, ``algorithms`` (what the registry knows of each target:
+    group, source, claims, utility theorem, findings; ``null`` for a ``module:function``)
+    and, per check, ``source`` (suite file and line) and ``claim`` (the privacy claim at
+    the check's parameters).
 
     Examples
     --------
     >>> from dpverify.suites import SuiteRun
     >>> report_dict(SuiteRun([]))["schema_version"]
-    '1.0'
+    '1.1'
     """
     seeds = getattr(run, "suite_seeds", [])
+    algos, claims = _algorithms(run.results, run.scale)
+    checks = []
+    for r in run.results:
+        d = r.to_dict()
+        d["source"] = r.spec.source
+        if r.spec.id in claims:
+            d["claim"] = jsonable(claims[r.spec.id])
+        checks.append(d)
     return {
         "schema_version": SCHEMA_VERSION,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -59,7 +89,8 @@ def report_dict(run: Any, regressions: list[str] | None = None) -> dict[str, Any
                            for v in ("PASS", "FAIL", "INCONCLUSIVE")},
         },
         "regressions": list(regressions or []),
-        "checks": [r.to_dict() for r in run.results],
+        "algorithms": jsonable(algos),
+        "checks": checks,
     }
 
 
@@ -79,44 +110,65 @@ def _headline(r: CheckResult) -> str:
 
 
 def markdown_report(run: Any, regressions: list[str] | None = None) -> str:
-    """A Markdown summary: one table row per check, then each check's message."""
-    rep = report_dict(run, regressions)
-    lines = [
-        "# dpverify report",
-        "",
-        f"Seed {run.seed}, scale {run.scale}, created {rep['created']}; "
-        f"{rep['summary']['met']}/{rep['summary']['checks']} checks met their expectation.",
-        "",
-        "PASS means no evidence of violation at the check's level, not a proof of privacy.",
-        "",
-        "| check | kind | target | expected | verdict | met | key numbers |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in run.results:
-        lines.append(
-            f"| {r.spec.id} | {r.spec.kind} | `{r.spec.target}` | {r.spec.expected.value} | "
-            f"{r.outcome.verdict.value} | {'yes' if r.met else '**no**'} | {_headline(r)} |"
-        )
-    if regressions:
-        lines += ["", "## Regressions against the baseline", ""]
-        lines += [f"- {x}" for x in regressions]
-    lines += ["", "## Details", ""]
-    for r in run.results:
-        lines.append(f"- **{r.spec.id}** ({r.outcome.verdict.value}, {r.seconds:.1f}s): "
-                     f"{r.outcome.message}")
-    lines += ["", "## Versions", ""]
-    lines += [f"- {k}: {v}" for k, v in rep["packages"].items() if v]
-    return "\n".join(lines) + "\n"
+    """The Markdown report of a run (see :func:`dpverify.report.markdown.render_markdown`)."""
+    from dpverify.report.markdown import render_markdown
+
+    return render_markdown(report_dict(run, regressions))
 
 
-def write_reports(run: Any, report_dir: Path, *, regressions: list[str] | None = None
-                  ) -> list[Path]:
-    """Write ``report.json`` and ``report.md`` atomically into ``report_dir``."""
+def _render(name: str, make: Any, rep: dict[str, Any]) -> str:
+    """Render one human report; a renderer's bug leaves a page that says so, and the JSON
+    (written first) keeps every number, so nothing a long run measured is lost."""
+    try:
+        return make(rep)
+    except Exception as e:
+        import traceback
+
+        warnings.warn(f"dpverify: the {name} report could not be rendered ({type(e).__name__}:"
+                      f" {e}); report.json is complete: re-render it with `dpverify report`",
+                      stacklevel=3)
+        tb = traceback.format_exc(limit=6)
+        if name == "html":
+            import html
+
+            return (f"<!DOCTYPE html><html><body><h1>dpverify report</h1><p>Rendering failed:"
+                    f"</p><pre>{html.escape(tb)}</pre></body></html>\n")
+        return f"# dpverify report\n\nRendering failed:\n\n```\n{tb}```\n"
+
+
+def write_rendered(rep: dict[str, Any], out_dir: Path, *, formats: tuple[str, ...] = (
+        "md", "html"), plot_format: str = "svg") -> list[Path]:
+    """Write ``report.md`` and/or ``report.html`` of a report dictionary, atomically.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> rep = {"scale": "quick", "seed": 0, "suites": [], "summary": {}, "checks": []}
+    >>> out = write_rendered(rep, pathlib.Path(tempfile.mkdtemp()), formats=("md",))
+    >>> [p.name for p in out]
+    ['report.md']
+    """
+    from dpverify.report.html import render_html
+    from dpverify.report.markdown import render_markdown
+    from dpverify.report.paper import build_document
+
+    doc = build_document(rep)
+    makers = {"md": lambda r: render_markdown(r, doc),
+              "html": lambda r: render_html(r, plot_format=plot_format, doc=doc)}
+    out = []
+    for f in formats:
+        out.append(write_text_atomic(Path(out_dir) / f"report.{f}", _render(f, makers[f], rep)))
+    return out
+
+
+def write_reports(run: Any, report_dir: Path, *, regressions: list[str] | None = None,
+                  plot_format: str = "svg") -> list[Path]:
+    """Write ``report.json``, ``report.md`` and ``report.html`` atomically into
+    ``report_dir`` (the JSON first: it alone is enough to render the others again)."""
     report_dir = Path(report_dir)
-    return [
-        write_json_atomic(report_dir / "report.json", report_dict(run, regressions)),
-        write_text_atomic(report_dir / "report.md", markdown_report(run, regressions)),
-    ]
+    rep = report_dict(run, regressions)
+    paths = [write_json_atomic(report_dir / "report.json", rep)]
+    return paths + write_rendered(jsonable(rep), report_dir, plot_format=plot_format)
 
 
 def summary_table(run: Any) -> Any:
@@ -134,25 +186,38 @@ def summary_table(run: Any) -> Any:
     return t
 
 
-def load_report(path: str | Path) -> dict[str, Any]:
-    """Read a ``report.json``, checking its schema version."""
+def load_report(path: str | Path, what: str = "baseline") -> dict[str, Any]:
+    """Read a ``report.json``, checking its schema version (same major version).
+
+    ``what`` names the file in error messages ("baseline", "report").
+
+    Examples
+    --------
+    >>> try:
+    ...     load_report("/nonexistent/report.json", what="report")
+    ... except InputError as e:
+    ...     print(e)
+    no report '/nonexistent/report.json'
+    """
     p = Path(path)
     if not p.is_file():
-        raise InputError(f"no baseline report {str(p)!r}")
+        raise InputError(f"no {what} {str(p)!r}" + (" report" if what == "baseline" else ""))
     try:
         rep = json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
-        raise InputError(f"baseline {str(p)!r} is not valid JSON: {e}") from None
+        raise InputError(f"{what} {str(p)!r} is not valid JSON: {e}") from None
     if not isinstance(rep, dict) or "checks" not in rep:
-        raise InputError(f"baseline {str(p)!r} is not a dpverify report")
+        raise InputError(f"{what} {str(p)!r} is not a dpverify report")
     major = str(rep.get("schema_version", "0")).split(".")[0]
     if major != SCHEMA_VERSION.split(".")[0]:
-        raise InputError(f"baseline {str(p)!r} has schema {rep.get('schema_version')!r}, "
+        raise InputError(f"{what} {str(p)!r} has schema {rep.get('schema_version')!r}, "
                          f"expected {SCHEMA_VERSION}")
     return rep
 
 
 def _num(x: Any) -> float | None:
+    if isinstance(x, bool):
+        return None
     if isinstance(x, (int, float)):
         return float(x)
     if x in ("inf", "-inf", "nan"):
@@ -160,32 +225,154 @@ def _num(x: Any) -> float | None:
     return None
 
 
-def compare_baseline(run: Any, baseline: dict[str, Any]) -> list[str]:
-    """Regressions of ``run`` against a saved report.
+def epsilon_lower_interval(check: dict[str, Any]) -> tuple[str, float, float] | None:
+    """The interval an audit's epsilon lower bound was measured to, where recorded.
 
-    A regression is a changed verdict, or a headline number that left the interval the
-    baseline stated for it: an exponent outside the baseline's [ci_low, ci_high], or an
-    epsilon lower bound above the baseline's accountant epsilon.
+    ``metrics["epsilon_lower_ci"] = [low, high]`` when an auditor states one; else, from
+    the held-out counts of the audit's Clopper-Pearson test (``evidence["test"]``,
+    ``["roc_test"]`` or ``["cp_test"]``): its lower end is the bound itself (upper
+    confidence limits of FPR and FNR, each at alpha/2), its upper end the epsilon of the
+    lower limits, i.e. the largest epsilon the same counts are consistent with
+    (Kairouz, Oh, Viswanath 2015, Theorem 2.1, through
+    :func:`dpverify.audit.stats.epsilon_from_rates`). Returns (name, low, high).
+
+    Examples
+    --------
+    >>> from dpverify.audit.stats import epsilon_lower_bound
+    >>> eps = float(epsilon_lower_bound(1000, 10000, 1000, 10000, 1e-5, 0.05))
+    >>> chk = {"metrics": {"delta": 1e-5, "confidence": 0.95, "epsilon_lower": eps},
+    ...        "evidence": {"test": {"method": "cp", "epsilon": eps, "tp": 9000,
+    ...        "fp": 1000, "n_pos": 10000, "n_neg": 10000, "alpha": 0.05}}}
+    >>> name, lo, hi = epsilon_lower_interval(chk)  # the point estimate is log(9) = 2.197
+    >>> name, round(lo, 3), round(hi, 3)
+    ('epsilon_lower', 2.132, 2.264)
     """
+    m, ev = check.get("metrics") or {}, check.get("evidence") or {}
+    ci = m.get("epsilon_lower_ci")
+    if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(_num(x) is not None for x in ci):
+        return "epsilon_lower", float(_num(ci[0])), float(_num(ci[1]))  # type: ignore[arg-type]
+    delta = _num(m.get("delta"))
+    for key in ("test", "roc_test", "cp_test"):
+        t = ev.get(key)
+        if not isinstance(t, dict) or t.get("method", "cp") != "cp" or delta is None:
+            continue
+        if not all(isinstance(t.get(k), int) for k in ("tp", "fp", "n_pos", "n_neg")):
+            continue
+        from dpverify.audit.stats import clopper_pearson, epsilon_from_rates
+
+        alpha = _num(t.get("alpha"))
+        if alpha is None:
+            alpha = 1.0 - (_num(m.get("confidence")) or 0.95)
+        fpr_lo = clopper_pearson(t["fp"], t["n_neg"], alpha / 2, "lower")
+        fnr_lo = clopper_pearson(t["n_pos"] - t["tp"], t["n_pos"], alpha / 2, "lower")
+        hi = float(epsilon_from_rates(fpr_lo, fnr_lo, delta))
+        lo = _num(t.get("epsilon"))
+        if lo is None:
+            continue
+        el = _num(m.get("epsilon_lower"))
+        name = "epsilon_lower" if el is not None and el == lo else f"epsilon_lower ({key})"
+        return name, lo, max(hi, lo)
+    return None
+
+
+def _scope(run: Any) -> tuple[list[dict[str, Any]], set[str], set[str], str | None]:
+    """(check records, ids the run's suites hold, suite paths, scale) of a run or report."""
+    if isinstance(run, dict):
+        recs = list(run.get("checks") or [])
+        return (recs, {str(c.get("id")) for c in recs},
+                {str(s.get("path")) for s in run.get("suites") or []}, run.get("scale"))
+    recs = []
+    for r in run.results:
+        d = jsonable(r.to_dict())
+        d["source"] = r.spec.source
+        recs.append(d)
+    ids = {c.id for s in run.suites for c in s.checks}
+    return recs, ids, {str(s.path) for s in run.suites}, run.scale
+
+
+def _suite_path(check: dict[str, Any]) -> str | None:
+    src = str(check.get("source") or "")
+    head, sep, tail = src.rpartition(":")
+    return head if sep and tail.isdigit() else (src or None)
+
+
+def compare_baseline(run: Any, baseline: dict[str, Any]) -> list[str]:
+    """Regressions of ``run`` (a suite run, or a report dictionary) against a saved report.
+
+    A regression is:
+
+    * a changed verdict;
+    * a fitted exponent (of every swept parameter) outside the baseline's interval
+      [ci_low, ci_high] for it;
+    * an epsilon lower bound whose interval (:func:`epsilon_lower_interval`) no longer
+      meets the baseline's: the two measurements disagree at their confidence;
+    * an epsilon lower bound above the baseline's accountant epsilon;
+    * an accountant epsilon that moved (it is a deterministic computation);
+    * a check of the baseline that the run's suites no longer hold (a check the run
+      skipped with ``--only`` is not missing), or a baseline run at another scale, whose
+      numbers are not comparable.
+
+    Examples
+    --------
+    >>> base = {"scale": "quick", "suites": [{"path": "s.toml"}], "checks": [
+    ...     {"id": "a", "verdict": "PASS", "metrics": {}, "source": "s.toml:3"},
+    ...     {"id": "b", "verdict": "PASS", "metrics": {}, "source": "s.toml:9"}]}
+    >>> now = {"scale": "quick", "suites": [{"path": "s.toml"}], "checks": [
+    ...     {"id": "a", "verdict": "FAIL", "metrics": {}, "source": "s.toml:3"}]}
+    >>> for line in compare_baseline(now, base):
+    ...     print(line)
+    a: verdict PASS -> FAIL
+    b: missing: in the baseline, not in the suites run
+    """
+    records, ids, paths, scale = _scope(run)
+    bscale = baseline.get("scale")
+    if bscale is not None and scale is not None and bscale != scale:
+        return [f"the baseline ran at scale {bscale}, this run at {scale}: its numbers are "
+                f"not comparable (run with --scale {bscale})"]
     old = {c["id"]: c for c in baseline.get("checks", [])}
     out: list[str] = []
-    for r in run.results:
-        b = old.get(r.spec.id)
+    for rec in records:
+        cid = str(rec.get("id"))
+        b = old.get(cid)
         if b is None:
             continue
-        if b.get("verdict") != r.outcome.verdict.value:
-            out.append(f"{r.spec.id}: verdict {b.get('verdict')} -> {r.outcome.verdict.value}")
-        m, bm = jsonable(r.outcome.metrics), b.get("metrics", {})
-        exp, lo, hi = _num(m.get("exponent")), _num(bm.get("ci_low")), _num(bm.get("ci_high"))
-        if exp is not None and lo is not None and hi is not None and not (lo <= exp <= hi):
-            out.append(f"{r.spec.id}: exponent {exp:.3g} left the baseline interval "
-                       f"[{lo:.3g}, {hi:.3g}]")
+        if b.get("verdict") != rec.get("verdict"):
+            out.append(f"{cid}: verdict {b.get('verdict')} -> {rec.get('verdict')}")
+        m, bm = rec.get("metrics") or {}, b.get("metrics", {})
+        # Fits are matched by parameter: the deciding fit (the metrics' top level) can be
+        # another parameter's from one run to the next.
+        base_fits = {g.get("parameter"): g for g in bm.get("fits") or [bm]}
+        for f in m.get("fits") or [m]:
+            bf = base_fits.get(f.get("parameter"), {})
+            exp, lo, hi = _num(f.get("exponent")), _num(bf.get("ci_low")), _num(bf.get("ci_high"))
+            if exp is not None and lo is not None and hi is not None and not (lo <= exp <= hi):
+                par = f" in {f.get('parameter')}" if f.get("parameter") else ""
+                out.append(f"{cid}: exponent{par} {exp:.3g} left the baseline interval "
+                           f"[{lo:.3g}, {hi:.3g}]")
+        new_iv, old_iv = epsilon_lower_interval(rec), epsilon_lower_interval(b)
+        if new_iv is not None and old_iv is not None and new_iv[0] == old_iv[0]:
+            name, nlo, nhi = new_iv
+            _, blo, bhi = old_iv
+            if nlo > bhi or nhi < blo:
+                out.append(f"{cid}: {name} {nlo:.4g} (interval [{nlo:.4g}, {nhi:.4g}]) left "
+                           f"the baseline's interval [{blo:.4g}, {bhi:.4g}]")
         el, ea = _num(m.get("epsilon_lower")), _num(bm.get("epsilon_accountant"))
         if el is not None and ea is not None and math.isfinite(ea) and el > ea * 1.001:
-            out.append(f"{r.spec.id}: epsilon_lower {el:.4g} above the baseline accountant "
+            out.append(f"{cid}: epsilon_lower {el:.4g} above the baseline accountant "
                        f"epsilon {ea:.4g}")
         ea_new, ea_old = _num(m.get("epsilon_accountant")), ea
         if (ea_new is not None and ea_old is not None and math.isfinite(ea_old)
                 and abs(ea_new - ea_old) > 1e-3 * max(1.0, abs(ea_old))):
-            out.append(f"{r.spec.id}: epsilon_accountant drifted {ea_old:.6g} -> {ea_new:.6g}")
+            out.append(f"{cid}: epsilon_accountant drifted {ea_old:.6g} -> {ea_new:.6g}")
+        elif (ea_new is not None and ea_old is not None and math.isinf(ea_old)
+              != math.isinf(ea_new)):
+            out.append(f"{cid}: epsilon_accountant drifted {ea_old:.6g} -> {ea_new:.6g}")
+    bpaths = {str(s.get("path")) for s in baseline.get("suites") or []}
+    for cid, b in old.items():
+        if cid in ids:
+            continue
+        path = _suite_path(b)
+        in_scope = (path in paths) if path is not None else bool(bpaths) and bpaths <= paths
+        if in_scope:
+            out.append(f"{cid}: missing: in the baseline, not in the suites run")
     return out

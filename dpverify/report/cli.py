@@ -1,0 +1,93 @@
+"""``dpverify report REPORT``: render a saved ``report.json`` as Markdown and HTML.
+
+Re-renders a report without re-running its checks (after a change to the renderer, or to
+read someone else's results), optionally judging it against a baseline report:
+
+    dpverify report reports/papers/report.json
+    dpverify report reports/latest --baseline reports/papers.json   # exit 1 on regressions
+    dpverify report reports/papers --json reports/papers.json        # refresh the baseline copy
+
+Exit codes: 0 when written (and, with ``--baseline``, no regression), 1 on a regression,
+2 on bad input (no such report, not a dpverify report, an unknown schema).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from dpverify.errors import InputError
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``dpverify report``.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser(); configure_parser(p)
+    >>> a = p.parse_args(["r.json", "--format", "html", "--plots", "png"])
+    >>> a.report, a.formats, a.plots
+    ('r.json', ['html'], 'png')
+    """
+    parser.description = ("Render a report.json (written by `dpverify run`) as report.md and "
+                          "a self-contained report.html with figures; with --baseline, "
+                          "list its regressions against another report.")
+    parser.add_argument("report", help="a report.json, or the folder that holds one")
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help="where report.md and report.html go (default: beside the JSON)")
+    parser.add_argument("--format", dest="formats", nargs="+", choices=["md", "html"],
+                        default=["md", "html"], help="which reports to write (default both)")
+    parser.add_argument("--plots", choices=["svg", "png", "none"], default="svg",
+                        help="figures in the HTML as inline SVG (default), base64 PNG, or none")
+    parser.add_argument("--baseline", default=None, metavar="FILE",
+                        help="a report.json to compare against: regressions are listed in the "
+                             "reports and the exit code is 1")
+    parser.add_argument("--json", dest="json_path", default=None, metavar="FILE",
+                        help="also write the report JSON (with the regressions found) here, "
+                             "e.g. the committed baseline copy")
+
+
+def _report_path(arg: str) -> Path:
+    p = Path(arg)
+    if p.is_dir():
+        p = p / "report.json"
+    return p
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Render the report the arguments name; 0 on success, 1 on a regression.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> p = argparse.ArgumentParser()
+    >>> configure_parser(p)
+    >>> try:
+    ...     run_command(p.parse_args([tempfile.mkdtemp()]))
+    ... except InputError as e:
+    ...     print(str(e).split(" ")[:2])
+    ['no', 'report']
+    """
+    from dpverify.report.io import write_json_atomic
+    from dpverify.report.writer import compare_baseline, load_report, write_rendered
+
+    path = _report_path(args.report)
+    rep = load_report(path, what="report")
+    baseline = load_report(args.baseline) if args.baseline else None
+    out_dir = Path(args.out) if args.out else path.parent
+    blocked = next((p for p in (out_dir, *out_dir.parents) if p.exists()), None)
+    if blocked is not None and not blocked.is_dir():
+        raise InputError(f"--out {str(out_dir)!r}: {str(blocked)!r} is not a folder")
+    regressions: list[str] = []
+    if baseline is not None:
+        regressions = compare_baseline(rep, baseline)
+        rep["regressions"] = regressions
+    written = write_rendered(rep, out_dir, formats=tuple(dict.fromkeys(args.formats)),
+                             plot_format=args.plots)
+    if args.json_path:
+        written.append(write_json_atomic(args.json_path, rep))
+    if not getattr(args, "quiet", False):
+        for r in regressions:
+            print(f"regression: {r}")
+        print("wrote " + ", ".join(str(p) for p in written))
+    return 1 if regressions else 0

@@ -1,0 +1,135 @@
+"""The Markdown report: the reviewer's view (:mod:`dpverify.report.paper`) as text.
+
+The figures are in the HTML page (:mod:`dpverify.report.html`); the Markdown carries every
+table, statement, finding and command, so it reads on its own (in a terminal, a diff, or a
+code-hosting site's viewer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dpverify.report.paper import (
+    Document,
+    build_document,
+    claim_text,
+    group_heading,
+    headline,
+    run_command_line,
+    summary_rows,
+    utility_text,
+    verdict_cell,
+)
+
+DISCLAIMER = ("PASS means no evidence of violation at the check's level, not a proof of "
+              "privacy. On a `paper` variant (the algorithm as printed) a FAIL is the harness "
+              "finding the defect the text carries; on a `sound` variant it would be a bug.")
+
+
+def cell(text: Any) -> str:
+    """Text for a Markdown table cell (pipes escaped, one line).
+
+    Examples
+    --------
+    >>> cell("a | b\\nc")
+    'a \\\\| b c'
+    """
+    return " ".join(str(text).replace("|", "\\|").split())
+
+
+def scale_note(scale: str) -> str:
+    """What the scale means for the numbers of the report."""
+    if scale == "thorough":
+        return "Run at the **thorough** scale: the trial and seed counts the suites ask for."
+    return (f"Run at the **{scale}** scale: short runs (fewer trials, seeds and grid points) "
+            "that check the harness and lay out the report. Verdicts of accounting and "
+            "sensitivity checks do not depend on the scale; statistical numbers (lower "
+            "bounds, exponents) are looser than at `--scale thorough`.")
+
+
+def header_lines(rep: Mapping[str, Any]) -> list[str]:
+    s = rep.get("summary") or {}
+    bv = s.get("by_verdict") or {}
+    pk = rep.get("packages") or {}
+    return [
+        f"Scale **{rep.get('scale')}**, root seed {rep.get('seed')}, created "
+        f"{rep.get('created', '?')}, dpverify {pk.get('dpverify', '?')}. "
+        f"{s.get('met', '?')}/{s.get('checks', '?')} checks met their expectation "
+        f"(PASS {bv.get('PASS', 0)}, FAIL {bv.get('FAIL', 0)}, "
+        f"INCONCLUSIVE {bv.get('INCONCLUSIVE', 0)}).",
+        "",
+        scale_note(str(rep.get("scale"))),
+        "",
+        DISCLAIMER,
+        "",
+        f"Regenerate: `{run_command_line(rep)}`",
+    ]
+
+
+def render_markdown(rep: Mapping[str, Any], doc: Document | None = None) -> str:
+    """The Markdown report of a report dictionary.
+
+    Examples
+    --------
+    >>> rep = {"scale": "quick", "seed": 0, "suites": [], "summary": {}, "checks": [
+    ...     {"id": "x", "kind": "account", "target": "noisy_gd:sound", "verdict": "PASS",
+    ...      "expected": "PASS", "met": True, "metrics": {}}]}
+    >>> md = render_markdown(rep)
+    >>> md.startswith("# dpverify report"), "| x |" in md
+    (True, True)
+    """
+    doc = doc or build_document(rep)
+    lines = ["# dpverify report", "", *header_lines(rep), ""]
+    rows = summary_rows(doc)
+    if rows:
+        lines += ["## Summary", "",
+                  "| group | algorithm | variant | kind | privacy | rate | agreement |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in rows:
+            lines.append(f"| {r.group} | {r.algorithm} | `{r.target}` | {r.kind} | "
+                         f"{verdict_cell(r.privacy)} | {verdict_cell(r.rate)} | "
+                         f"{verdict_cell(r.agreement)} |")
+        lines.append("")
+    regressions = rep.get("regressions") or []
+    if regressions:
+        lines += ["## Regressions against the baseline", ""]
+        lines += [f"- {cell(x)}" for x in regressions]
+        lines.append("")
+    for g in doc.groups:
+        lines += [f"## {group_heading(g)}", ""]
+        for a in g.algorithms:
+            lines += [f"### {a.name}", ""]
+            if a.source or a.description:
+                lines += [f"{a.description}" + (f" (Source: {a.source}.)" if a.source else ""),
+                          ""]
+            lines += ["| variant | kind | privacy claim | utility theorem | known findings |",
+                      "|---|---|---|---|---|"]
+            for v in a.variants:
+                info = v.info or {}
+                lines.append(f"| `{v.target}` | {v.kind} | {cell(claim_text(info.get('claim')))}"
+                             f" | {cell(utility_text(info.get('utility')))} | "
+                             f"{len(info.get('findings') or [])} |")
+            lines += ["", "| check | kind | target | expected | verdict | met | key numbers |",
+                      "|---|---|---|---|---|---|---|"]
+            checks = [c for v in a.variants for c in v.checks]
+            for c in checks:
+                r = c.record
+                lines.append(f"| {r.get('id')} | {r.get('kind')} | `{r.get('target')}` | "
+                             f"{r.get('expected')} | {r.get('verdict')} | "
+                             f"{'yes' if r.get('met') else '**no**'} | {cell(headline(r))} |")
+            lines.append("")
+            for c in checks:
+                r = c.record
+                cmds = "; ".join(f"`{x}`" for x in c.commands)
+                lines.append(f"- **{c.id}**: {r.get('verdict')} (expected {r.get('expected')}, "
+                             f"{r.get('seconds', 0):.1f} s). {c.statement.text()}"
+                             + (f" Reproduce: {cmds}." if cmds else ""))
+            findings = a.findings
+            if findings:
+                lines += ["", f"#### Findings of {a.name}", ""]
+                lines += [f"{i}. {f.paragraph()}" for i, f in enumerate(findings, 1)]
+            lines.append("")
+    lines += ["## Versions", ""]
+    lines += [f"- {k}: {v}" for k, v in (rep.get("packages") or {}).items() if v]
+    return "\n".join(lines) + "\n"

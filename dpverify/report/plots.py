@@ -1,0 +1,579 @@
+"""Figures of a report, drawn from the numbers a ``report.json`` records.
+
+* :func:`epsilon_plot`: the three epsilons of every check of a paper (lower bound,
+  accountant, claim) side by side, grouped by algorithm;
+* :func:`roc_plot`: an audit's test in ROC space against the ceiling the claimed
+  (epsilon, delta) puts on every test (Kairouz, Oh, Viswanath 2015, Theorem 2.1), with the
+  ceilings of the accountant's epsilon and of the proven lower bound;
+* :func:`loss_plot`: a white-box audit's privacy-loss profile delta(epsilon) and the
+  privacy-loss distribution (a histogram when recorded, else its quantiles);
+* :func:`rate_plot`: a rate check's per-point means and medians on log-log axes, the
+  fitted slope with its interval and the theorem's slope.
+
+matplotlib is optional (the ``plots`` extra). Figures are drawn on
+:class:`matplotlib.figure.Figure` objects, never through pyplot, so no global backend is
+switched and PNGs come from the Agg canvas. Without matplotlib every function returns
+``None`` and :func:`unavailable` says why. Each figure is returned as inline SVG text
+(text kept as text, element ids salted with the plot's id so figures in one page never
+share an id, no timestamp: the same report gives the same bytes) or as base64 PNG.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpverify.report.paper import fmt, num
+
+FORMATS = ("svg", "png")
+_FONT = 8.5
+
+
+@dataclass
+class Plot:
+    """A rendered figure: its page id, title, caption and encoded image."""
+
+    id: str
+    title: str
+    caption: str
+    format: str  # "svg" (data is SVG text) or "png" (data is base64)
+    data: str
+
+
+def unavailable() -> str | None:
+    """Why figures cannot be drawn (matplotlib missing), or ``None`` when they can.
+
+    Examples
+    --------
+    >>> unavailable() is None or "matplotlib" in unavailable()
+    True
+    """
+    try:
+        import matplotlib  # noqa: F401
+        from matplotlib.figure import Figure  # noqa: F401
+    except ImportError as e:
+        return f"matplotlib is not installed (pip install 'dpverify[plots]'): {e}"
+    return None
+
+
+def plot_id(kind: str, name: str) -> str:
+    """An HTML id for a figure: ``plot-<kind>-<name>`` with unsafe characters replaced.
+
+    Examples
+    --------
+    >>> plot_id("roc", "dp_svrg.paper.audit:x/1")
+    'plot-roc-dp_svrg-paper-audit-x-1'
+    """
+    return f"plot-{kind}-" + re.sub(r"[^A-Za-z0-9_]+", "-", str(name)).strip("-")
+
+
+def _figure(width: float, height: float) -> Any:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height))
+    return fig
+
+
+def _encode(fig: Any, fmt_: str, salt: str, *, tight: bool = False,
+            drop_minor: bool = True) -> str:
+    """Encode a figure. ``tight`` crops to the drawn content (one more full draw, so
+    only for figures whose margins depend on their labels); ``drop_minor`` drops the
+    minor ticks of log axes (their layout is most of the drawing time of a figure whose
+    axes span decades)."""
+    import matplotlib
+    from matplotlib.ticker import NullLocator
+
+    for ax in fig.axes if drop_minor else []:
+        for axis, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
+            if scale == "log":
+                axis.set_minor_locator(NullLocator())
+    bbox = "tight" if tight else None
+    if fmt_ == "svg":
+        buf = io.StringIO()
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
+            fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches=bbox)
+        text = buf.getvalue()
+        return text[text.index("<svg"):]  # inline in HTML: no XML prolog or doctype
+    bio = io.BytesIO()
+    fig.savefig(bio, format="png", dpi=110, metadata={"Software": None}, bbox_inches=bbox)
+    return base64.b64encode(bio.getvalue()).decode("ascii")
+
+
+def _style(ax: Any) -> None:
+    ax.tick_params(labelsize=_FONT - 1)
+    ax.grid(True, which="major", color="0.9", lw=0.6)
+    ax.set_axisbelow(True)
+
+
+# The three epsilons ----------------------------------------------------------------------
+
+
+@dataclass
+class EpsilonRow:
+    """One check's epsilons: proven lower bound, accountant, claim (any may be missing)."""
+
+    label: str
+    algorithm: str
+    lower: float | None
+    accountant: float | None
+    claimed: float | None
+    verdict: str = ""
+
+
+def epsilon_rows(checks: Sequence[Mapping[str, Any]],
+                 algorithm_of: Mapping[str, str] | None = None) -> list[EpsilonRow]:
+    """The rows of :func:`epsilon_plot`: every check that records a claimed epsilon.
+
+    Examples
+    --------
+    >>> rows = epsilon_rows([{"id": "a", "target": "t:v", "verdict": "FAIL", "metrics": {
+    ...     "epsilon_accountant": "inf", "epsilon_claimed": 1.0}}])
+    >>> rows[0].accountant, rows[0].lower
+    (inf, None)
+    """
+    out = []
+    for c in checks:
+        m = c.get("metrics") or {}
+        claimed = num(m.get("epsilon_claimed"))
+        if claimed is None:
+            continue
+        algo = (algorithm_of or {}).get(str(c.get("id"))) or str(c.get("target", "")).split(":")[0]
+        out.append(EpsilonRow(str(c.get("id")), algo, num(m.get("epsilon_lower")),
+                              num(m.get("epsilon_accountant")), claimed,
+                              str(c.get("verdict", ""))))
+    return out
+
+
+def epsilon_plot(rows: Sequence[EpsilonRow], *, pid: str, title: str,
+                 fmt_: str = "svg") -> Plot | None:
+    """The three epsilons of each row on one log axis, rows grouped by algorithm.
+
+    An infinite epsilon is drawn at the right edge with an arrow, a zero lower bound at
+    the left edge, hollow.
+
+    Examples
+    --------
+    >>> rows = [EpsilonRow("a.audit", "a", 0.5, 0.9, 1.0), EpsilonRow("b.account", "b",
+    ...         None, math.inf, 1.0)]
+    >>> p = epsilon_plot(rows, pid="plot-eps-x", title="x")
+    >>> p is None or p.data.startswith("<svg")
+    True
+    """
+    if unavailable() or not rows:
+        return None
+    vals = [v for r in rows for v in (r.lower, r.accountant, r.claimed)
+            if v is not None and math.isfinite(v) and v > 0]
+    lo = min(vals) / 2.5 if vals else 0.1
+    hi = max(vals) * 2.5 if vals else 10.0
+    n = len(rows)
+    fig = _figure(8.6, 0.9 + 0.26 * n)
+    ax = fig.subplots()
+    styles = {"lower": ("C3", ">", "ε lower bound (audit)"),
+              "accountant": ("C0", "o", "ε accountant (ledger)"),
+              "claimed": ("k", "|", "ε claimed")}
+    size = {"claimed": (14, 2.2), "accountant": (7, 1.5), "lower": (6, 1.0)}
+    seen: set[str] = set()
+    inf_note = zero_note = False
+    for i, r in enumerate(rows):
+        y = n - 1 - i
+        for key in ("claimed", "accountant", "lower"):
+            v = getattr(r, key)
+            if v is None or math.isnan(v):
+                continue
+            color, marker, label = styles[key]
+            kw: dict[str, Any] = {"color": color, "ms": size[key][0], "mew": size[key][1],
+                                  "zorder": 3}
+            if key == "accountant":  # hollow, so a claim at the same epsilon shows through
+                kw["mfc"] = "none"
+            if math.isinf(v):
+                x, inf_note = hi, True
+                ax.annotate("∞", (x, y), xytext=(5, -3), textcoords="offset points",
+                            fontsize=_FONT, color=color)
+                marker = ">" if key != "claimed" else marker
+            elif v <= 0:
+                x, zero_note = lo, True
+                kw["mfc"] = "none"
+            else:
+                x = v
+            ax.plot([x], [y], marker, label=label if key not in seen else None, **kw)
+            seen.add(key)
+    # Separators and names of the algorithms the rows belong to.
+    start = 0
+    for i in range(1, n + 1):
+        if i == n or rows[i].algorithm != rows[start].algorithm:
+            if i < n:
+                ax.axhline(n - i - 0.5, color="0.6", lw=0.6)
+            ax.annotate(rows[start].algorithm, (1.0, n - start - 0.5), xytext=(4, -9),
+                        xycoords=("axes fraction", "data"), textcoords="offset points",
+                        fontsize=_FONT - 0.5, color="0.35", ha="left")
+            start = i
+    ax.set_xscale("log")
+    ax.set_xlim(lo, hi * 1.6)
+    ax.set_ylim(-0.7, n - 0.3)
+    ax.set_yticks(range(n))
+    ax.set_yticklabels([r.label + (f"  [{r.verdict}]" if r.verdict else "")
+                        for r in reversed(rows)], fontsize=_FONT - 1)
+    ax.set_xlabel("epsilon (log scale)", fontsize=_FONT)
+    _style(ax)
+    ax.legend(fontsize=_FONT - 1, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3,
+              frameon=False)
+    notes = []
+    if inf_note:
+        notes.append("∞ at the right edge")
+    if zero_note:
+        notes.append("a lower bound of 0 hollow at the left edge")
+    caption = ("For every check that records a claimed epsilon: the audit's proven lower "
+               "bound, the accountant's epsilon for the ledger, and the claim. They should "
+               "appear in that order from left to right; each inversion is a finding."
+               + (f" ({'; '.join(notes)}.)" if notes else ""))
+    return Plot(pid, title, caption, fmt_, _encode(fig, fmt_, pid, tight=True,
+                                                   drop_minor=False))
+
+
+# ROC of an audit -------------------------------------------------------------------------
+
+
+def _test_record(ev: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for key in ("test", "roc_test", "cp_test"):
+        t = ev.get(key)
+        if isinstance(t, Mapping) and all(k in t for k in ("tp", "fp", "n_pos", "n_neg")):
+            return t
+    return None
+
+
+def roc_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
+    """An audit's test in ROC space against the ceilings of the claimed, accounted and
+    proven epsilons; linear axes and the low-FPR corner on log axes.
+
+    The ceiling of (epsilon, delta)-DP is :func:`dpverify.mia.bounds.tpr_ceiling`
+    (Kairouz, Oh, Viswanath 2015, Theorem 2.1). The test is drawn at its observed rates
+    and at its conservative corner (Clopper-Pearson upper FPR, lower TPR), which lies on
+    the ceiling of the proven epsilon. A full ROC curve is drawn when the audit records
+    ``evidence["roc"] = {"fpr": [...], "tpr": [...]}``; a GDP bound adds the Gaussian
+    trade-off curve of ``mu_lower`` (Dong, Roth, Su 2019, Definition 2.7).
+
+    Examples
+    --------
+    >>> chk = {"id": "a", "metrics": {"epsilon_claimed": 1.0, "delta": 1e-5,
+    ...        "epsilon_lower": 0.3, "epsilon_accountant": 1.0}, "evidence": {"test": {
+    ...        "tp": 700, "fp": 300, "n_pos": 1000, "n_neg": 1000, "fpr_upper": 0.33,
+    ...        "fnr_upper": 0.33}}}
+    >>> p = roc_plot(chk)
+    >>> p is None or p.id
+    'plot-roc-a'
+    """
+    if unavailable():
+        return None
+    from scipy import stats
+
+    from dpverify.mia.bounds import tpr_ceiling
+
+    m, ev = check.get("metrics") or {}, check.get("evidence") or {}
+    eps_c, delta = num(m.get("epsilon_claimed")), num(m.get("delta"))
+    if eps_c is None or delta is None:
+        return None
+    test, roc, mu = _test_record(ev), ev.get("roc"), num(m.get("mu_lower"))
+    if test is None and not isinstance(roc, Mapping) and not mu:
+        return None
+    eps_l, eps_a = num(m.get("epsilon_lower")), num(m.get("epsilon_accountant"))
+    eps_t = num(test.get("epsilon")) if test is not None else None
+    pts = None
+    if test is not None:
+        n_pos, n_neg = max(int(test["n_pos"]), 1), max(int(test["n_neg"]), 1)
+        fpr, tpr = int(test["fp"]) / n_neg, int(test["tp"]) / n_pos
+        fpr_u = num(test.get("fpr_upper"))
+        fnr_u = num(test.get("fnr_upper"))
+        corner = (fpr_u, 1.0 - fnr_u) if fpr_u is not None and fnr_u is not None else None
+        pts = (fpr, tpr, corner, n_neg)
+    floor = 1e-4
+    if pts is not None:
+        floor = min(floor, 0.3 / pts[3])
+    fig = _figure(8.8, 3.7)
+    axes = fig.subplots(1, 2)
+    fig.subplots_adjust(left=0.07, right=0.985, bottom=0.13, top=0.92, wspace=0.22)
+    for ax, xs in ((axes[0], np.linspace(0.0, 1.0, 401)),
+                   (axes[1], np.geomspace(floor, 1.0, 400))):
+        ax.plot(xs, xs, color="0.7", lw=0.8, label="chance")
+        ax.plot(xs, tpr_ceiling(xs, eps_c, delta), "k-", lw=1.4,
+                label=f"ceiling of the claim, ε = {fmt(eps_c, 3)}")
+        if eps_a is not None and math.isfinite(eps_a) and abs(eps_a - eps_c) > 1e-3 * eps_c:
+            ax.plot(xs, tpr_ceiling(xs, eps_a, delta), "--", color="C0", lw=1.1,
+                    label=f"ceiling of the accountant, ε = {fmt(eps_a, 3)}")
+        if eps_l is not None and eps_l > 0:
+            ys = tpr_ceiling(xs, eps_l, delta) if math.isfinite(eps_l) else np.ones_like(xs)
+            ax.plot(xs, ys, ":", color="C3", lw=1.4,
+                    label=f"ceiling of the proven bound, ε = {fmt(eps_l, 3)}")
+        if eps_t is not None and eps_t > 0 and eps_t != eps_l and math.isfinite(eps_t):
+            ax.plot(xs, tpr_ceiling(xs, eps_t, delta), "-.", color="0.45", lw=1.0,
+                    label=f"ceiling of the test's own bound, ε = {fmt(eps_t, 3)}")
+        if mu:
+            # Dong, Roth, Su 2019, Def. 2.7: TPR = 1 - G_mu(FPR) = Phi(Phi^-1(FPR) + mu).
+            ax.plot(xs, stats.norm.cdf(stats.norm.ppf(xs) + mu), "-", color="C2", lw=1.0,
+                    label=f"Gaussian ROC of μ_lower = {fmt(mu, 3)}")
+        if isinstance(roc, Mapping) and roc.get("fpr") is not None:
+            ax.plot(roc["fpr"], roc["tpr"], "-", color="C1", lw=1.2, label="audit's ROC")
+        if pts is not None:
+            fpr, tpr, corner, _ = pts
+            ax.plot([fpr], [tpr], "o", color="C3", ms=5, label="test, observed rates")
+            if corner is not None:
+                ax.plot([corner[0]], [corner[1]], "x", color="C3", ms=7, mew=1.6,
+                        label="test, confidence corner")
+                ax.plot([fpr, corner[0], corner[0]], [tpr, tpr, corner[1]], "-", color="C3",
+                        lw=0.6, alpha=0.6)
+        ax.set_xlabel("false-positive rate", fontsize=_FONT)
+        ax.set_ylabel("true-positive rate", fontsize=_FONT)
+        _style(ax)
+    axes[0].set_xlim(0, 1)
+    axes[0].set_ylim(0, 1.01)
+    axes[0].set_title("ROC", fontsize=_FONT + 0.5)
+    axes[1].set_xscale("log")
+    axes[1].set_yscale("log")
+    axes[1].set_xlim(floor, 1)
+    axes[1].set_ylim(floor, 1.05)
+    axes[1].set_title("low false-positive corner (log axes)", fontsize=_FONT + 0.5)
+    axes[0].legend(fontsize=_FONT - 1.5, loc="lower right")
+    pid = plot_id("roc", str(check.get("id")))
+    caption = ("The audit's test (a threshold on its distinguishing score) in ROC space. "
+               "No test of an (ε, δ)-DP mechanism can lie above the black ceiling of the "
+               "claim. The cross, the test's rates at the stated confidence, lies on the "
+               "ceiling of the ε that test proves")
+    if str(m.get("bound")) == "gdp":
+        caption += (f"; the reported bound ε = {fmt(eps_l, 3)} comes instead from the "
+                    "Gaussian trade-off curve of μ_lower (green), which holds under the GDP "
+                    "assumption stated with the check.")
+    else:
+        caption += "."
+    if not isinstance(roc, Mapping):
+        caption += (" The audit records one operating point, not its ROC curve.")
+    return Plot(pid, f"ROC of {check.get('id')}", caption, fmt_, _encode(fig, fmt_, pid))
+
+
+# White-box privacy loss ------------------------------------------------------------------
+
+
+def loss_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
+    """A white-box audit's privacy profile delta(epsilon) and privacy-loss distribution.
+
+    The profile is the audit's estimate from the exact privacy losses of its replays;
+    the claim is a point (epsilon, delta) the profile must pass below. With ``mu_lower``
+    the delta(epsilon) of mu-GDP (Dong, Roth, Su 2019, Corollary 2.13) is drawn too. The
+    loss distribution is a histogram when the audit records
+    ``evidence["loss_histogram"] = {"edges", "counts_D", "counts_D_prime"}``, else its
+    recorded quantiles.
+
+    Examples
+    --------
+    >>> chk = {"id": "w", "metrics": {"epsilon_claimed": 1.0, "delta": 1e-5},
+    ...        "evidence": {"privacy_profile": {"epsilon": [0, 0.5, 1.0],
+    ...                     "delta_estimate": [0.1, 0.01, 0.0]}}}
+    >>> p = loss_plot(chk)
+    >>> p is None or p.id
+    'plot-loss-w'
+    """
+    if unavailable():
+        return None
+    from dpverify.audit.stats import delta_from_gdp
+
+    m, ev = check.get("metrics") or {}, check.get("evidence") or {}
+    prof = ev.get("privacy_profile")
+    hist = ev.get("loss_histogram")
+    qD, qDp = ev.get("loss_quantiles_D"), ev.get("loss_quantiles_D_prime")
+    if not isinstance(prof, Mapping) and not isinstance(hist, Mapping) and not qD:
+        return None
+    eps_c, delta = num(m.get("epsilon_claimed")), num(m.get("delta"))
+    fig = _figure(8.8, 3.4)
+    ax1, ax2 = fig.subplots(1, 2)
+    fig.subplots_adjust(left=0.075, right=0.985, bottom=0.14, top=0.91, wspace=0.25)
+    if isinstance(prof, Mapping):
+        e = np.asarray(prof.get("epsilon", []), dtype=float)
+        d = np.asarray([num(x) if num(x) is not None else np.nan
+                        for x in prof.get("delta_estimate", [])], dtype=float)
+        pos = d > 0
+        ax1.semilogy(e[pos], d[pos], "-", color="C1", lw=1.4, label="δ(ε), estimated")
+        mu = num(m.get("mu_lower"))
+        if mu and e.size:
+            dg = np.array([delta_from_gdp(mu, float(x)) for x in e])
+            ax1.semilogy(e[dg > 0], dg[dg > 0], "--", color="C2", lw=1.0,
+                         label=f"δ(ε) of μ_lower = {fmt(mu, 3)}")
+        if eps_c is not None and delta is not None:
+            ax1.plot([eps_c], [delta], "k*", ms=10, label=f"claim ({fmt(eps_c)}, {fmt(delta)})")
+        for key, style, name in (("epsilon_lower", ("C3", ":"), "ε lower bound"),
+                                 ("epsilon_accountant", ("C0", "--"), "ε accountant")):
+            v = num(m.get(key))
+            if v is not None and math.isfinite(v) and v > 0:
+                ax1.axvline(v, color=style[0], ls=style[1], lw=1.0, label=f"{name} {fmt(v, 3)}")
+        ax1.set_xlabel("ε", fontsize=_FONT)
+        ax1.set_ylabel("δ", fontsize=_FONT)
+        ax1.set_title("privacy profile", fontsize=_FONT + 0.5)
+        ax1.legend(fontsize=_FONT - 1.5)
+    else:
+        ax1.set_axis_off()
+    if isinstance(hist, Mapping) and hist.get("edges"):
+        edges = np.asarray(hist["edges"], dtype=float)
+        for key, color, name in (("counts_D", "C0", "on D"), ("counts_D_prime", "C1", "on D'")):
+            if hist.get(key) is not None:
+                ax2.stairs(np.asarray(hist[key], dtype=float), edges, color=color, label=name)
+        ax2.set_ylabel("runs", fontsize=_FONT)
+        ax2.set_title("privacy-loss histogram", fontsize=_FONT + 0.5)
+        ax2.legend(fontsize=_FONT - 1)
+    elif qD:
+        for y, q, color in ((1, qD, "C0"), (0, qDp, "C1")):
+            if not q or len(q) != 5:
+                continue
+            q = [num(x) for x in q]
+            ax2.plot([q[0], q[4]], [y, y], "-", color=color, lw=1)
+            ax2.plot([q[1], q[3]], [y, y], "-", color=color, lw=5, alpha=0.6)
+            ax2.plot([q[2]], [y], "|", color="k", ms=12, mew=2)
+        ax2.set_yticks([0, 1])
+        ax2.set_yticklabels(["on D'", "on D"], fontsize=_FONT)
+        ax2.set_ylim(-0.7, 1.7)
+        ax2.set_title("privacy loss: 0.1–99.9% (thin), 1–99% (thick), median",
+                      fontsize=_FONT + 0.5)
+    else:
+        ax2.set_axis_off()
+    ax2.set_xlabel("privacy loss log(p_D / p_D')", fontsize=_FONT)
+    _style(ax1)
+    _style(ax2)
+    pid = plot_id("loss", str(check.get("id")))
+    caption = ("White-box audit: the privacy profile estimated from the exact privacy loss "
+               "of every replayed run must pass below the claimed (ε, δ).")
+    if not isinstance(hist, Mapping):
+        caption += " The audit records the loss distribution's quantiles, not a histogram."
+    return Plot(pid, f"Privacy loss of {check.get('id')}", caption, fmt_,
+                _encode(fig, fmt_, pid))
+
+
+# Rates -------------------------------------------------------------------------------------
+
+
+def _fit_of(m: Mapping[str, Any], parameter: str) -> Mapping[str, Any]:
+    for f in m.get("fits") or []:
+        if f.get("parameter") == parameter:
+            return f
+    return m
+
+
+def rate_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
+    """Log-log panels of a rate check: means and medians per grid point, the fitted slope
+    with its interval, and the theorem's slope.
+
+    The fitted line and the band of slopes in the interval pass through the centroid of
+    the in-regime means in log-log space (where a least-squares power fit passes);
+    ``evidence["points"][i]["band"] = {"x", "lo", "hi"}`` (pointwise bootstrap band),
+    when recorded, replaces the band of slopes.
+
+    Examples
+    --------
+    >>> chk = {"id": "r", "metrics": {"parameter": "n", "exponent": -1.0, "ci_low": -1.1,
+    ...        "ci_high": -0.9, "theory": -1.0}, "evidence": {"points": [{"parameter": "n",
+    ...        "values": [100, 200, 400], "x": [100, 200, 400], "in_regime": [True] * 3,
+    ...        "medians": [0.01, 0.005, 0.0025], "means": [0.011, 0.0052, 0.0026]}]}}
+    >>> p = rate_plot(chk)
+    >>> p is None or p.id
+    'plot-rate-r'
+    """
+    if unavailable():
+        return None
+    m, ev = check.get("metrics") or {}, check.get("evidence") or {}
+    points = [p for p in ev.get("points") or [] if p.get("means")]
+    if not points:
+        return None
+    theory = ev.get("theory") or {}
+    log_factors = " ".join(theory.get("log_factors") or [])
+    k = len(points)
+    fig = _figure(4.4 * k, 3.6)
+    axes = np.atleast_1d(fig.subplots(1, k))
+    fig.subplots_adjust(left=0.17 / k, right=1 - 0.03 / k, bottom=0.14, top=0.91,
+                        wspace=0.3)
+    notes = []
+    for ax, p in zip(axes, points, strict=True):
+        par = str(p.get("parameter"))
+        f = _fit_of(m, par)
+        x = np.asarray(p.get("x") or p.get("values"), dtype=float)
+        means = np.asarray([num(v) if num(v) is not None else np.nan for v in p["means"]])
+        med = np.asarray([num(v) if num(v) is not None else np.nan
+                          for v in p.get("medians") or []])
+        inr = np.asarray(p.get("in_regime") or [True] * x.size, dtype=bool)
+        ok = (x > 0) & (means > 0) & np.isfinite(means)
+        ax.loglog(x[ok & inr], means[ok & inr], "o", color="C0", ms=5, label="mean over seeds")
+        if (ok & ~inr).any():
+            ax.loglog(x[ok & ~inr], means[ok & ~inr], "o", mfc="none", color="C0", ms=5,
+                      label="mean, outside the regime")
+        if med.size == x.size:
+            okm = (med > 0) & np.isfinite(med)
+            ax.loglog(x[okm], med[okm], "s", mfc="none", color="0.45", ms=4, label="median")
+        sel = ok & inr
+        p_hat, lo, hi, th = (num(f.get(key)) for key in ("exponent", "ci_low", "ci_high",
+                                                         "theory"))
+        if sel.sum() >= 2:
+            lx, ly = float(np.mean(np.log(x[sel]))), float(np.mean(np.log(means[sel])))
+            grid = np.geomspace(x[sel].min(), x[sel].max(), 60)
+            lg = np.log(grid) - lx
+            band = p.get("band")
+            if isinstance(band, Mapping) and band.get("x"):
+                ax.fill_between(band["x"], band["lo"], band["hi"], color="C1", alpha=0.25,
+                                lw=0, label="bootstrap band")
+            elif lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi):
+                a, b = np.exp(ly + lo * lg), np.exp(ly + hi * lg)
+                ax.fill_between(grid, np.minimum(a, b), np.maximum(a, b), color="C1",
+                                alpha=0.25, lw=0, label=f"slopes in [{fmt(lo, 3)}, {fmt(hi, 3)}]")
+            if p_hat is not None and math.isfinite(p_hat):
+                ax.loglog(grid, np.exp(ly + p_hat * lg), "-", color="C1",
+                          label=f"fit, slope {fmt(p_hat, 3)}")
+            if th is not None and math.isfinite(th):
+                ax.loglog(grid, np.exp(ly + th * lg), "--", color="C2",
+                          label=f"theorem, slope {fmt(th, 3)}")
+        if re.search(rf"\b{re.escape(par)}\b", log_factors):
+            notes.append(f"the log factor {log_factors} varies with {par} and is not divided "
+                         "out of the plotted means")
+        gdp = p.get("x") is not None and p.get("values") is not None and list(
+            p["x"]) != list(p["values"])
+        if ok.any():  # the grid's own values as ticks: a rate plot spans a decade or two
+            from matplotlib.ticker import FixedFormatter, FixedLocator, NullFormatter
+
+            ax.xaxis.set_major_locator(FixedLocator(x[ok]))
+            ax.xaxis.set_major_formatter(FixedFormatter([f"{v:.4g}" for v in x[ok]]))
+            ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel(f"GDP μ of the ledger ({par} axis)" if gdp else par, fontsize=_FONT)
+        ax.set_ylabel(str(m.get("quantity") or theory.get("quantity") or "utility"),
+                      fontsize=_FONT)
+        ax.set_title(f"{par}: {f.get('verdict') or check.get('verdict', '')}",
+                     fontsize=_FONT + 0.5)
+        _style(ax)
+        ax.legend(fontsize=_FONT - 1.5)
+    if str(m.get("model")) == "offset":
+        notes.append("the fit has a floor (offset model); the straight lines show its slope "
+                     "only")
+    pid = plot_id("rate", str(check.get("id")))
+    caption = ("Utility against the swept parameter on log-log axes: the fitted slope "
+               "(solid), the slopes its interval allows (band) and the theorem's slope "
+               "(dashed), all through the centroid of the in-regime means."
+               + (" Note: " + "; ".join(notes) + "." if notes else ""))
+    return Plot(pid, f"Rate of {check.get('id')}", caption, fmt_,
+                _encode(fig, fmt_, pid, drop_minor=False))
+
+
+def check_plots(check: Mapping[str, Any], fmt_: str = "svg") -> list[Plot]:
+    """Every figure a check's record supports (none without matplotlib).
+
+    Examples
+    --------
+    >>> check_plots({"id": "a", "kind": "account", "metrics": {}})
+    []
+    """
+    kind = check.get("kind")
+    out: list[Plot | None] = []
+    if kind in ("audit", "mia"):
+        out.append(roc_plot(check, fmt_))
+        if (check.get("metrics") or {}).get("mode") == "whitebox":
+            out.append(loss_plot(check, fmt_))
+    elif kind == "rate":
+        out.append(rate_plot(check, fmt_))
+    return [p for p in out if p is not None]

@@ -1,0 +1,444 @@
+"""The verification report: grouping by paper, statements, commands that reproduce each
+number, Markdown, the self-contained HTML page (parsed, and rendered in headless Chromium
+when one is installed) and ``dpverify report``.
+
+One small real suite runs once for the module (audits black-box and white-box, a rate
+fit, a sensitivity counterexample, backend agreement, accounting), through
+``dpverify run``, so every figure kind has real numbers behind it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from dpverify.cli import main
+from dpverify.report import html as report_html
+from dpverify.report import plots
+from dpverify.report.paper import build_document, summary_rows
+from dpverify.report.writer import load_report, write_rendered
+
+SUITE = """
+[suite]
+name = "report fixture"
+seed = 3
+
+[[check]]
+id = "gauss.sound.audit"
+kind = "audit"
+target = "gaussian_mechanism:sound"
+[check.options]
+trials = 4000
+distinguisher = "projection"
+
+[[check]]
+id = "gauss.half_noise.audit"
+kind = "audit"
+target = "gaussian_mechanism:planted_half_noise"
+expected = "FAIL"
+[check.options]
+mode = "whitebox"
+trials = 500
+
+[[check]]
+id = "gd.sound.audit.whitebox"
+kind = "audit"
+target = "noisy_gd:sound"
+[check.params]
+T = 5
+n = 50
+loss = "linear"
+[check.options]
+mode = "whitebox"
+trials = 500
+
+[[check]]
+id = "gd.sound.rate.n"
+kind = "rate"
+target = "noisy_gd:sound"
+[check.params]
+T = 30
+[check.options]
+vary = "n"
+values = [250, 500, 1000, 2000]
+seeds = 10
+n_boot = 200
+
+[[check]]
+id = "gd.mean_on_sum.sensitivity"
+kind = "sensitivity"
+target = "noisy_gd:planted_mean_noise_on_sum"
+expected = "FAIL"
+[check.params]
+T = 3
+n = 50
+[check.options]
+search = "canaries"
+neighbours = ["clip_boundary"]
+
+[[check]]
+id = "gd.sound.agree"
+kind = "agree"
+target = "noisy_gd:sound"
+expected = "{agree}"
+[check.params]
+T = 2
+n = 20
+[check.options]
+mode = "trajectory"
+
+[[check]]
+id = "gd.sound.account"
+kind = "account"
+target = "noisy_gd:sound"
+[check.params]
+T = 5
+
+[[check]]
+id = "gd.half_steps.account"
+kind = "account"
+target = "noisy_gd:planted_half_steps"
+expected = "FAIL"
+[check.params]
+T = 6
+"""
+
+# Every figure the fixture's records support: the epsilons of each group, the ROC of
+# each audit, the privacy loss of each white-box audit, the rate fit.
+PLOT_IDS = {
+    "plot-eps-baselines", "plot-eps-mechanisms",
+    "plot-roc-gauss-sound-audit", "plot-roc-gauss-half_noise-audit",
+    "plot-roc-gd-sound-audit-whitebox", "plot-loss-gauss-half_noise-audit",
+    "plot-loss-gd-sound-audit-whitebox", "plot-rate-gd-sound-rate-n",
+}
+ALGORITHMS = 2  # gaussian_mechanism, noisy_gd
+VARIANTS = 5
+
+
+def _torch() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """``dpverify run`` of the fixture suite: (suite path, report folder)."""
+    root = tmp_path_factory.mktemp("report")
+    suite = root / "suite.toml"
+    suite.write_text(SUITE.replace("{agree}", "PASS" if _torch() else "INCONCLUSIVE"))
+    out = root / "out"
+    assert main(["run", str(suite), "--report-dir", str(out), "--quiet"]) == 0
+    return suite, out
+
+
+@pytest.fixture(scope="module")
+def rep(run_dir):
+    return load_report(run_dir[1] / "report.json", what="report")
+
+
+@pytest.fixture(scope="module")
+def page(run_dir):
+    return (run_dir[1] / "report.html").read_text(encoding="utf-8")
+
+
+class _Dom(HTMLParser):
+    """Tags, table classes and figure contents of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: dict[str, int] = {}
+        self.tables: list[str] = []
+        self.figures: dict[str, list[str]] = {}
+        self._figure: str | None = None
+        self.ids: set[str] = set()
+        self.summary_rows = 0
+        self._in_summary = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags[tag] = self.tags.get(tag, 0) + 1
+        if a.get("id"):
+            self.ids.add(a["id"])
+        if tag == "table":
+            self.tables.append(a.get("class", ""))
+            self._in_summary = a.get("class") == "summary"
+        if tag == "tr" and self._in_summary:
+            self.summary_rows += 1
+        if tag == "figure" and "plot" in (a.get("class") or ""):
+            self._figure = a.get("id", "")
+            self.figures[self._figure] = []
+        elif self._figure is not None and tag in ("svg", "img"):
+            self.figures[self._figure].append(tag)
+
+    def handle_endtag(self, tag):
+        if tag == "figure":
+            self._figure = None
+        if tag == "table":
+            self._in_summary = False
+
+
+def _dom(text: str) -> _Dom:
+    d = _Dom()
+    d.feed(text)
+    return d
+
+
+def _assert_layout(d: _Dom, *, figures: set[str]) -> None:
+    assert d.tables.count("summary") == 1
+    assert d.summary_rows == VARIANTS + 1  # and the header
+    assert d.tables.count("variants") == ALGORITHMS
+    assert d.tables.count("checks") == ALGORITHMS
+    assert d.tables.count("versions") == 1
+    assert set(d.figures) == figures
+    assert all(len(v) == 1 for v in d.figures.values()), d.figures
+
+
+# The document --------------------------------------------------------------------------
+
+
+def test_run_writes_json_markdown_and_html(run_dir, rep):
+    _, out = run_dir
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json", "report.md"]
+    assert rep["schema_version"] == "1.1" and rep["scale"] == "quick"
+    assert rep["algorithms"]["noisy_gd:planted_half_steps"]["findings"][0]["detected_by"]
+    for c in rep["checks"]:
+        assert c["source"].startswith(str(run_dir[0]))
+        assert c["claim"]["epsilon"] == 1.0
+
+
+def test_checks_are_grouped_by_paper_algorithm_and_variant(rep):
+    doc = build_document(rep)
+    assert [g.key for g in doc.groups] == ["baselines", "mechanisms"]
+    placed = [c.id for g in doc.groups for c in g.checks]
+    assert sorted(placed) == sorted(c["id"] for c in rep["checks"])
+    gd = next(a for g in doc.groups for a in g.algorithms if a.name == "noisy_gd")
+    assert [v.target for v in gd.variants] == [
+        "noisy_gd:sound", "noisy_gd:planted_mean_noise_on_sum", "noisy_gd:planted_half_steps"]
+    rows = {r.target: r for r in summary_rows(doc)}
+    assert rows["noisy_gd:sound"].privacy == ("PASS", 2, 2)
+    assert rows["noisy_gd:sound"].rate == ("PASS", 1, 1)
+    assert rows["noisy_gd:sound"].agreement[2] == 1
+    assert rows["gaussian_mechanism:planted_half_noise"].privacy == ("FAIL", 1, 1)
+    assert rows["noisy_gd:planted_half_steps"].rate is None
+
+
+def test_statements_carry_the_numbers_behind_each_verdict(rep):
+    doc = build_document(rep)
+    views = {c.id: c for g in doc.groups for c in g.checks}
+    recs = {c["id"]: c for c in rep["checks"]}
+    half = views["gauss.half_noise.audit"].statement
+    m = recs["gauss.half_noise.audit"]["metrics"]
+    assert f"ε ≥ {m['epsilon_lower']:.4g}" in half.measured
+    assert "ε_lower > ε_claimed" in half.measured
+    assert "confidence 0.95" in half.confidence
+    acc = views["gd.half_steps.account"].statement.measured
+    assert f"ε = {recs['gd.half_steps.account']['metrics']['epsilon_accountant']:.4g}" in acc
+    sens = views["gd.mean_on_sum.sensitivity"].statement
+    assert "grad_sum" in sens.measured and "proof" in sens.confidence
+    rate = views["gd.sound.rate.n"].statement.measured
+    assert f"{recs['gd.sound.rate.n']['metrics']['exponent']:.3g}" in rate
+
+
+def test_findings_name_the_checks_that_measure_them(rep):
+    doc = build_document(rep)
+    findings = {f.target: f for g in doc.groups for f in g.findings}
+    f = findings["noisy_gd:planted_half_steps"]
+    assert [c.id for c in f.checks] == ["gd.half_steps.account"]
+    text = f.paragraph()
+    assert "claims (ε = 1, δ = 1e-05)-DP" in text and "FAIL as expected" in text
+    assert "Reproduce: `dpverify run " in text and "--only gd.half_steps.account" in text
+    # The planted mean-noise bug is found by the sensitivity check of this run.
+    assert "gd.mean_on_sum.sensitivity" in findings["noisy_gd:planted_mean_noise_on_sum"
+                                                   ].paragraph()
+
+
+def test_commands_reproduce_the_reported_numbers(rep, tmp_path, monkeypatch, capsys):
+    """Each statement's commands, run as printed, give the report's verdict and numbers."""
+    monkeypatch.chdir(tmp_path)  # `dpverify run` writes reports/latest under the cwd
+    doc = build_document(rep)
+    views = {c.id: c for g in doc.groups for c in g.checks}
+    recs = {c["id"]: c for c in rep["checks"]}
+    for cid, code in (("gd.half_steps.account", 1), ("gauss.half_noise.audit", 1)):
+        run_cmd, alone = views[cid].commands
+        argv = shlex.split(run_cmd)
+        assert argv[:2] == ["dpverify", "run"]
+        assert main(argv[1:] + ["--quiet"]) == 0  # the verdict met its expectation again
+        again = json.loads((tmp_path / "reports/latest/report.json").read_text())["checks"]
+        assert [c["id"] for c in again] == [cid]
+        assert again[0]["metrics"] == recs[cid]["metrics"]
+        argv = shlex.split(alone)
+        assert main([*argv[1:], "--json", str(tmp_path / "one.json")]) == code
+        one = json.loads((tmp_path / "one.json").read_text())
+        got = one.get("epsilon") or one["metrics"]["epsilon_lower"]
+        want = recs[cid]["metrics"].get("epsilon_lower", recs[cid]["metrics"][
+            "epsilon_accountant"])
+        assert got == pytest.approx(want, rel=1e-12)
+    capsys.readouterr()
+
+
+def test_markdown_lists_every_check_by_paper(run_dir, rep):
+    md = (run_dir[1] / "report.md").read_text()
+    assert md.startswith("# dpverify report")
+    assert "not a proof of privacy" in md and "Run at the **quick** scale" in md
+    assert "| group | algorithm | variant | kind | privacy | rate | agreement |" in md
+    for c in rep["checks"]:
+        assert f"| {c['id']} |" in md
+        assert f"--only {c['id']} --seed 3 --scale quick" in md
+    assert md.index("## Baselines") < md.index("## Mechanisms")
+    assert "#### Findings of noisy_gd" in md
+
+
+# The HTML page ---------------------------------------------------------------------------
+
+
+def test_html_is_self_contained_with_every_table_and_figure(page):
+    d = _dom(page)
+    _assert_layout(d, figures=PLOT_IDS)
+    # No external asset: nothing is fetched, no script runs.
+    assert not re.search(r"""(src|href)=["'](https?:|//|file:)""", page)
+    assert "<script" not in page and "<link" not in page
+    # Each inline SVG is well-formed XML on its own.
+    svgs = re.findall(r"<svg\b.*?</svg>", page, flags=re.S)
+    assert len(svgs) == len(PLOT_IDS)
+    for s in svgs:
+        assert ET.fromstring(s).tag.endswith("svg")
+
+
+def test_html_with_png_figures(rep, tmp_path):
+    out = write_rendered(rep, tmp_path, formats=("html",), plot_format="png")[0]
+    d = _dom(out.read_text())
+    _assert_layout(d, figures=PLOT_IDS)
+    src = re.search(r'src="data:image/png;base64,([^"]+)"', out.read_text()).group(1)
+    assert base64.b64decode(src)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_html_without_matplotlib_keeps_the_tables(rep, tmp_path, monkeypatch):
+    for mod in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, mod)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    assert "matplotlib" in plots.unavailable()
+    page = report_html.render_html(rep)
+    d = _dom(page)
+    _assert_layout(d, figures=set())
+    assert "no-plots" in d.ids and "pip install" in page
+
+
+def test_a_renderer_bug_leaves_the_json_whole(run_dir, tmp_path, monkeypatch):
+    def broken(*a, **k):
+        raise RuntimeError("renderer bug")
+
+    monkeypatch.setattr(report_html, "render_html", broken)
+    out = tmp_path / "r"
+    with pytest.warns(UserWarning, match="could not be rendered"):
+        assert main(["run", str(run_dir[0]), "--only", "gd.sound.account", "--report-dir",
+                     str(out), "--quiet"]) == 0
+    assert json.loads((out / "report.json").read_text())["checks"][0]["id"] == "gd.sound.account"
+    assert "Rendering failed" in (out / "report.html").read_text()
+    assert "| gd.sound.account |" in (out / "report.md").read_text()
+
+
+# `dpverify report` -------------------------------------------------------------------------
+
+
+def test_report_subcommand_renders_and_gates(run_dir, tmp_path, capsys):
+    _, out = run_dir
+    dest = tmp_path / "again"
+    assert main(["report", str(out), "--out", str(dest), "--plots", "none",
+                 "--json", str(tmp_path / "copy.json")]) == 0
+    assert sorted(p.name for p in dest.iterdir()) == ["report.html", "report.md"]
+    assert _dom((dest / "report.html").read_text()).figures == {}
+    assert json.loads((tmp_path / "copy.json").read_text())["checks"] == json.loads(
+        (out / "report.json").read_text())["checks"]
+    # Against itself: no regression. Against a baseline where a verdict differs: exit 1,
+    # and the regression is in the reports.
+    assert main(["report", str(out / "report.json"), "--out", str(dest), "--format", "md",
+                 "--baseline", str(out / "report.json")]) == 0
+    base = json.loads((out / "report.json").read_text())
+    base["checks"][0]["verdict"] = "FAIL"
+    (tmp_path / "base.json").write_text(json.dumps(base))
+    assert main(["report", str(out), "--out", str(dest), "--plots", "none",
+                 "--baseline", str(tmp_path / "base.json")]) == 1
+    assert "verdict FAIL -&gt; PASS" in (dest / "report.html").read_text()
+    assert "## Regressions against the baseline" in (dest / "report.md").read_text()
+    # Bad input: exit 2.
+    (tmp_path / "x.json").write_text("[1, 2]")
+    for bad in (tmp_path / "missing", tmp_path / "x.json"):
+        assert main(["report", str(bad)]) == 2
+    assert "not a dpverify report" in capsys.readouterr().out
+
+
+# A real browser --------------------------------------------------------------------------
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage"]  # containers often have a tiny /dev/shm
+
+
+def _chromium() -> str | None:
+    for name in (os.environ.get("DPVERIFY_CHROMIUM"), "chromium", "chromium-browser",
+                 "google-chrome", "google-chrome-stable"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def _browser(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    binary = _chromium()
+    if binary is None:
+        pytest.skip("no chromium binary on PATH (apt-get install chromium; or set "
+                    "DPVERIFY_CHROMIUM)")
+    profile = tmp_path / f"profile{len(list(tmp_path.glob('profile*')))}"
+    profile.mkdir()
+    # Generous: a loaded machine can take minutes to start a browser; a page that never
+    # finishes loading still fails the test.
+    return subprocess.run([binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_html_renders_in_headless_chromium(run_dir, tmp_path):
+    url = (run_dir[1] / "report.html").resolve().as_uri()
+    res = _browser(tmp_path, "--dump-dom", url)
+    assert res.returncode == 0, res.stderr[-2000:]
+    d = _dom(res.stdout)
+    _assert_layout(d, figures=PLOT_IDS)
+    assert d.tags.get("svg", 0) == len(PLOT_IDS)
+    # And it paints: a screenshot of the top of the page is not blank.
+    shot = tmp_path / "shot.png"
+    res = _browser(tmp_path, "--window-size=1200,2400", f"--screenshot={shot}", url)
+    assert res.returncode == 0 and shot.stat().st_size > 10_000, res.stderr[-2000:]
+    mpimg = pytest.importorskip("matplotlib.image")
+    img = mpimg.imread(shot)
+    assert img.shape[:2] == (2400, 1200)
+    assert (img[..., :3].min(axis=2) < 0.5).mean() > 0.01  # dark pixels: text and lines
+
+
+def test_a_users_callable_gets_a_group_of_its_own():
+    rep = {"scale": "quick", "seed": 0, "suites": [{"path": "s.toml", "seed": 0}], "checks": [
+        {"id": "mine.audit", "kind": "audit", "target": "mymodule:mechanism",
+         "verdict": "PASS", "expected": "PASS", "met": True, "source": "s.toml:7",
+         "options": {"trials": 100, "epsilon": 1.0, "delta": 1e-5},
+         "metrics": {"epsilon_lower": 0.1, "epsilon_claimed": 1.0, "delta": 1e-5}}]}
+    doc = build_document(rep)
+    assert [(g.key, g.algorithms[0].name) for g in doc.groups] == [("user",
+                                                                     "mymodule:mechanism")]
+    assert doc.groups[0].checks[0].commands == [
+        "dpverify run s.toml --only mine.audit --seed 0 --scale quick",
+        "dpverify audit mymodule:mechanism --mode blackbox --trials 100 --epsilon 1.0 "
+        "--delta 1e-05 --seed 0 --scale quick"]
+    d = _dom(report_html.render_html(rep, plot_format="none"))
+    assert d.tables.count("checks") == 1 and "g-user" in d.ids and "c-mine-audit" in d.ids
