@@ -107,6 +107,7 @@ T = 5
 
 [[check]]
 id = "gd.half_steps.account"
+description = "sigma calibrated for half the steps it takes"
 kind = "account"
 target = "noisy_gd:planted_half_steps"
 expected = "FAIL"
@@ -299,6 +300,7 @@ def test_markdown_lists_every_check_by_paper(run_dir, rep):
         assert f"| {c['id']} |" in md
         assert f"--only {c['id']} --seed 3 --scale quick" in md
     assert md.index("## Baselines") < md.index("## Mechanisms")
+    assert "*sigma calibrated for half the steps it takes.*" in md
     assert "#### Findings of noisy_gd" in md
 
 
@@ -308,6 +310,7 @@ def test_markdown_lists_every_check_by_paper(run_dir, rep):
 def test_html_is_self_contained_with_every_table_and_figure(page):
     d = _dom(page)
     _assert_layout(d, figures=PLOT_IDS)
+    assert '<p class="desc">sigma calibrated for half the steps it takes</p>' in page
     # No external asset: nothing is fetched, no script runs.
     assert not re.search(r"""(src|href)=["'](https?:|//|file:)""", page)
     assert "<script" not in page and "<link" not in page
@@ -442,3 +445,27 @@ def test_a_users_callable_gets_a_group_of_its_own():
         "--delta 1e-05 --seed 0 --scale quick"]
     d = _dom(report_html.render_html(rep, plot_format="none"))
     assert d.tables.count("checks") == 1 and "g-user" in d.ids and "c-mine-audit" in d.ids
+
+
+def test_figures_use_a_recorded_roc_curve_loss_histogram_and_band(rep):
+    """The fuller evidence an auditor or a rate fit may record is drawn when present."""
+    from scipy import stats
+
+    recs = {c["id"]: json.loads(json.dumps(c)) for c in rep["checks"]}
+    audit = recs["gauss.sound.audit"]
+    fpr = [float(x) for x in (0.0, 0.01, 0.1, 0.5, 1.0)]
+    audit["evidence"]["roc"] = {"fpr": fpr,
+                                "tpr": stats.norm.cdf(stats.norm.ppf(fpr) + 0.5).tolist()}
+    assert "one operating point" in plots.roc_plot(recs["gd.sound.audit.whitebox"]).caption
+    roc = plots.roc_plot(audit)
+    assert "one operating point" not in roc.caption and "audit's ROC" in roc.data
+    wb = recs["gd.sound.audit.whitebox"]
+    wb["evidence"]["loss_histogram"] = {"edges": [-1.0, 0.0, 1.0], "counts_D": [10, 30],
+                                        "counts_D_prime": [30, 10]}
+    loss = plots.loss_plot(wb)
+    assert "not a histogram" not in loss.caption and "privacy-loss histogram" in loss.data
+    rate = recs["gd.sound.rate.n"]
+    point = rate["evidence"]["points"][0]
+    point["band"] = {"x": point["x"], "lo": [0.5 * m for m in point["means"]],
+                     "hi": [2.0 * m for m in point["means"]]}
+    assert "bootstrap band" in plots.rate_plot(rate).data

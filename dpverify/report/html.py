@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from dpverify.report import plots as _plots
-from dpverify.report.markdown import DISCLAIMER, scale_note
+from dpverify.report.markdown import DISCLAIMER, regenerate_line, scale_note
 from dpverify.report.paper import (
     CheckView,
     Document,
@@ -29,7 +29,6 @@ from dpverify.report.paper import (
     claim_text,
     group_heading,
     headline,
-    run_command_line,
     summary_rows,
     utility_text,
 )
@@ -61,6 +60,7 @@ figcaption{font-size:12.5px;color:#555;max-width:900px;margin:4px auto;text-alig
 details pre{max-height:320px;overflow:auto;background:#fafafa;border:1px solid #eee;
  padding:8px;font-size:11.5px}
 nav ul{columns:2;font-size:13px}.note{color:#7a5b00}
+.desc{font-style:italic;color:#333;margin:2px 0}
 ol.findings li{margin-bottom:8px}
 """
 
@@ -134,6 +134,7 @@ def _check_html(c: CheckView, fmt_: str | None) -> str:
     met = "" if r.get("met") else ' <span class="unmet">not as expected</span>'
     out = [f'<div class="check" id="{anchor("c", c.id)}">',
            f"<h4>{_e(c.id)} {_verdict(r.get('verdict'))}{met}</h4>",
+           *([f'<p class="desc">{_e(r["description"])}</p>'] if r.get("description") else []),
            f"<p>Expected {_e(r.get('expected'))}; {float(r.get('seconds') or 0):.1f} s. "
            f"{_e(c.statement.text())}</p>"]
     for cmd in c.commands:
@@ -194,7 +195,7 @@ def render_html(rep: Mapping[str, Any], *, plot_format: str = "svg",
         f'<p class="scale scale-{_e(scale)}">{_with_code(scale_note(scale).replace("**", ""))}'
         "</p>",
         f"<p>{_with_code(DISCLAIMER)}</p>",
-        f"<p>Regenerate: <code>{_e(run_command_line(rep))}</code></p>",
+        f"<p>{_with_code(regenerate_line(rep))}</p>",
     ]
     if missing and plot_format != "none":
         parts.append(f'<p class="note" id="no-plots">Figures are not drawn: {_e(missing)}.</p>')

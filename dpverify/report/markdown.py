@@ -63,8 +63,24 @@ def header_lines(rep: Mapping[str, Any]) -> list[str]:
         "",
         DISCLAIMER,
         "",
-        f"Regenerate: `{run_command_line(rep)}`",
+        regenerate_line(rep),
     ]
+
+
+def regenerate_line(rep: Mapping[str, Any]) -> str:
+    """How to run the report again, and at full size when it ran at the quick scale.
+
+    Examples
+    --------
+    >>> print(regenerate_line({"scale": "quick", "suites": [{"path": "a.toml"}]}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Regenerate: `dpverify run a.toml --scale quick`; at full size:
+    `dpverify run a.toml --scale thorough`.
+    """
+    line = f"Regenerate: `{run_command_line(rep)}`"
+    if rep.get("scale") != "thorough":
+        line += f"; at full size: `{run_command_line(dict(rep, scale='thorough'))}`"
+    return line + "."
 
 
 def render_markdown(rep: Mapping[str, Any], doc: Document | None = None) -> str:
@@ -122,8 +138,9 @@ def render_markdown(rep: Mapping[str, Any], doc: Document | None = None) -> str:
             for c in checks:
                 r = c.record
                 cmds = "; ".join(f"`{x}`" for x in c.commands)
+                desc = f"*{str(r['description']).rstrip('.')}.* " if r.get("description") else ""
                 lines.append(f"- **{c.id}**: {r.get('verdict')} (expected {r.get('expected')}, "
-                             f"{r.get('seconds', 0):.1f} s). {c.statement.text()}"
+                             f"{r.get('seconds', 0):.1f} s). {desc}{c.statement.text()}"
                              + (f" Reproduce: {cmds}." if cmds else ""))
             findings = a.findings
             if findings:

@@ -107,7 +107,7 @@ def _encode(fig: Any, fmt_: str, salt: str, *, tight: bool = False,
 
 
 def _style(ax: Any) -> None:
-    ax.tick_params(labelsize=_FONT - 1)
+    ax.tick_params(which="both", labelsize=_FONT - 1)
     ax.grid(True, which="major", color="0.9", lw=0.6)
     ax.set_axisbelow(True)
 
@@ -215,7 +215,7 @@ def epsilon_plot(rows: Sequence[EpsilonRow], *, pid: str, title: str,
                         fontsize=_FONT - 0.5, color="0.35", ha="left")
             start = i
     ax.set_xscale("log")
-    ax.set_xlim(lo, hi * 1.6)
+    ax.set_xlim(lo / 1.6, hi * 1.6)
     ax.set_ylim(-0.7, n - 0.3)
     ax.set_yticks(range(n))
     ax.set_yticklabels([r.label + (f"  [{r.verdict}]" if r.verdict else "")
@@ -295,23 +295,28 @@ def roc_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
     floor = 1e-4
     if pts is not None:
         floor = min(floor, 0.3 / pts[3])
+    # Beyond epsilon ~ 50 every ceiling is the unit square to plotting precision (and
+    # e^eps overflows at 710).
+    def ceiling(xs: np.ndarray, eps: float) -> np.ndarray:
+        return tpr_ceiling(xs, min(eps, 50.0), delta)
+
     fig = _figure(8.8, 3.7)
     axes = fig.subplots(1, 2)
     fig.subplots_adjust(left=0.07, right=0.985, bottom=0.13, top=0.92, wspace=0.22)
     for ax, xs in ((axes[0], np.linspace(0.0, 1.0, 401)),
                    (axes[1], np.geomspace(floor, 1.0, 400))):
         ax.plot(xs, xs, color="0.7", lw=0.8, label="chance")
-        ax.plot(xs, tpr_ceiling(xs, eps_c, delta), "k-", lw=1.4,
+        ax.plot(xs, ceiling(xs, eps_c), "k-", lw=1.4,
                 label=f"ceiling of the claim, ε = {fmt(eps_c, 3)}")
         if eps_a is not None and math.isfinite(eps_a) and abs(eps_a - eps_c) > 1e-3 * eps_c:
-            ax.plot(xs, tpr_ceiling(xs, eps_a, delta), "--", color="C0", lw=1.1,
+            ax.plot(xs, ceiling(xs, eps_a), "--", color="C0", lw=1.1,
                     label=f"ceiling of the accountant, ε = {fmt(eps_a, 3)}")
         if eps_l is not None and eps_l > 0:
-            ys = tpr_ceiling(xs, eps_l, delta) if math.isfinite(eps_l) else np.ones_like(xs)
+            ys = ceiling(xs, eps_l) if math.isfinite(eps_l) else np.ones_like(xs)
             ax.plot(xs, ys, ":", color="C3", lw=1.4,
                     label=f"ceiling of the proven bound, ε = {fmt(eps_l, 3)}")
         if eps_t is not None and eps_t > 0 and eps_t != eps_l and math.isfinite(eps_t):
-            ax.plot(xs, tpr_ceiling(xs, eps_t, delta), "-.", color="0.45", lw=1.0,
+            ax.plot(xs, ceiling(xs, eps_t), "-.", color="0.45", lw=1.0,
                     label=f"ceiling of the test's own bound, ε = {fmt(eps_t, 3)}")
         if mu:
             # Dong, Roth, Su 2019, Def. 2.7: TPR = 1 - G_mu(FPR) = Phi(Phi^-1(FPR) + mu).
@@ -404,11 +409,19 @@ def loss_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
                          label=f"δ(ε) of μ_lower = {fmt(mu, 3)}")
         if eps_c is not None and delta is not None:
             ax1.plot([eps_c], [delta], "k*", ms=10, label=f"claim ({fmt(eps_c)}, {fmt(delta)})")
+        top = float(e.max()) if e.size else max(2.0 * (eps_c or 1.0), 1.0)
+        off = []
         for key, style, name in (("epsilon_lower", ("C3", ":"), "ε lower bound"),
                                  ("epsilon_accountant", ("C0", "--"), "ε accountant")):
             v = num(m.get(key))
-            if v is not None and math.isfinite(v) and v > 0:
+            if v is not None and v > top:  # off the profile's grid: named, not drawn
+                off.append(f"{name} {fmt(v, 3)} →")
+            elif v is not None and math.isfinite(v) and v > 0:
                 ax1.axvline(v, color=style[0], ls=style[1], lw=1.0, label=f"{name} {fmt(v, 3)}")
+        ax1.set_xlim(0.0, top)
+        if off:
+            ax1.annotate("\n".join(off), (0.98, 0.97), xycoords="axes fraction", ha="right",
+                         va="top", fontsize=_FONT - 1.5, color="0.3")
         ax1.set_xlabel("ε", fontsize=_FONT)
         ax1.set_ylabel("δ", fontsize=_FONT)
         ax1.set_title("privacy profile", fontsize=_FONT + 0.5)
@@ -557,7 +570,7 @@ def rate_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
                "(dashed), all through the centroid of the in-regime means."
                + (" Note: " + "; ".join(notes) + "." if notes else ""))
     return Plot(pid, f"Rate of {check.get('id')}", caption, fmt_,
-                _encode(fig, fmt_, pid, drop_minor=False))
+                _encode(fig, fmt_, pid, tight=True, drop_minor=False))
 
 
 def check_plots(check: Mapping[str, Any], fmt_: str = "svg") -> list[Plot]:
