@@ -46,13 +46,16 @@ def smoke(tmp_path_factory):
 def test_run_smoke_exits_zero_and_writes_both_reports(smoke):
     rc, report_dir, _ = smoke
     assert rc == 0
-    assert sorted(p.name for p in report_dir.iterdir()) == ["report.json", "report.md"]
+    assert sorted(p.name for p in report_dir.iterdir()) == ["report.html", "report.json",
+                                                            "report.md"]
 
 
 def test_report_json_schema(smoke):
     _, report_dir, copy = smoke
     rep = json.loads((report_dir / "report.json").read_text())
-    assert rep["schema_version"] == "1.0"
+    from dpverify.report.writer import SCHEMA_VERSION
+
+    assert rep["schema_version"] == SCHEMA_VERSION and SCHEMA_VERSION.startswith("1.")
     assert rep["seed"] == 0 and rep["scale"] == "quick"
     for pkg in ("python", "dpverify", "numpy", "scipy", "dp-accounting"):
         assert isinstance(rep["packages"][pkg], str)
