@@ -469,3 +469,15 @@ def test_figures_use_a_recorded_roc_curve_loss_histogram_and_band(rep):
     point["band"] = {"x": point["x"], "lo": [0.5 * m for m in point["means"]],
                      "hi": [2.0 * m for m in point["means"]]}
     assert "bootstrap band" in plots.rate_plot(rate).data
+
+
+def test_one_check_id_in_two_suites_keeps_the_page_ids_unique(rep):
+    rec = next(c for c in rep["checks"] if c["id"] == "gd.sound.account")
+    other = dict(rec, source="other/suite.toml:4")
+    two = dict(rep, checks=[rec, other], suites=rep["suites"] + [{"path": "other/suite.toml",
+                                                                   "seed": 0}])
+    views = [c for g in build_document(two).groups for c in g.checks]
+    assert [c.id for c in views] == [f"gd.sound.account@{rec['source'].rsplit(':', 1)[0]}",
+                                     "gd.sound.account@other/suite.toml"]
+    assert views[1].commands[0].startswith("dpverify run other/suite.toml --only "
+                                           "gd.sound.account ")

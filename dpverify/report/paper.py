@@ -23,6 +23,7 @@ import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 #: Check kinds that test the privacy claim (their verdicts make the "privacy" column).
@@ -716,6 +717,7 @@ def build_document(rep: Mapping[str, Any]) -> Document:
     groups: dict[str, GroupView] = {}
     algos: dict[tuple[str, str], AlgorithmView] = {}
     variants: dict[tuple[str, str], VariantView] = {}
+    ids = [c.get("id") for c in rep.get("checks") or []]
     for chk in rep.get("checks") or []:
         target = str(chk.get("target"))
         info = infos.get(target)
@@ -738,7 +740,10 @@ def build_document(rep: Mapping[str, Any]) -> Document:
         if v is None:
             v = variants[(gkey, vkey)] = VariantView(vkey, info)
             a.variants.append(v)
-        v.checks.append(CheckView(dict(chk), statement(chk, info), reproduce(chk, rep)))
+        record = dict(chk)
+        if ids.count(chk.get("id")) > 1:  # one id in two suites: the page needs unique ids
+            record["id"] = f"{chk.get('id')}@{suite_path_of(chk, rep) or '?'}"
+        v.checks.append(CheckView(record, statement(chk, info), reproduce(chk, rep)))
     ordered = sorted(groups.values(), key=lambda g: _group_sort_key(g.key))
     return Document(rep, ordered)
 
@@ -827,8 +832,6 @@ def run_command_line(rep: Mapping[str, Any]) -> str:
     >>> run_command_line({"scale": "thorough", "suites": [{"path": "a.toml", "seed": 0}]})
     'dpverify run a.toml --scale thorough'
     """
-    from pathlib import Path
-
     paths = [str(s.get("path")) for s in rep.get("suites") or []]
     parents = {str(Path(p).parent) for p in paths}
     args: list[str] = paths
