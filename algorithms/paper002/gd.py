@@ -94,16 +94,20 @@ GD_PL_UTILITY = UtilityClaim(
     exponents={"n": -2.0, "d": 1.0, "epsilon": -2.0},
     log_factors=("log(n)**2", "log(1/delta)"),
     sided="upper",
-    regime=("F satisfies PL (here lam > 0)",),
+    regime=("lam > 0",),  # F satisfies PL through the l2 term (mu = lam)
     source="paper 002, Theorem 6.2",
 )
 
+# Thm 6.3 bounds the squared norm: E ||grad F(x_k)||^2 = O(sqrt(L) G sqrt(d ln(1/delta)) /
+# (n eps)). The harness's "grad_norm" metric is the norm itself, so the claim declared here
+# is the one that follows by Jensen, E ||grad F|| <= sqrt(E ||grad F||^2): every exponent
+# and log factor halved.
 GD_NONCONVEX_UTILITY = UtilityClaim(
-    quantity="grad_norm",  # E ||grad F(x_k)||^2, the squared norm
-    exponents={"n": -1.0, "d": 0.5, "epsilon": -1.0},
-    log_factors=("sqrt(log(1/delta))",),
+    quantity="grad_norm",
+    exponents={"n": -0.5, "d": 0.25, "epsilon": -0.5},
+    log_factors=("log(1/delta)**0.25",),
     sided="upper",
-    regime=("f G-Lipschitz and L-smooth",),
+    regime=(),  # f G-Lipschitz and L-smooth: true of the sigmoid loss by construction
     source="paper 002, Theorem 6.3",
 )
 
@@ -182,7 +186,7 @@ SGD_UTILITY = UtilityClaim(
     exponents={"n": -2.0, "d": 1.0, "epsilon": -2.0},
     log_factors=("log(n)**2", "log(1/delta)"),
     sided="upper",
-    regime=("T = n**2 steps of batch 1 (Bassily et al. 2014)", "lam > 0"),
+    regime=("T >= n**2", "batch == 1", "lam > 0"),  # Bassily et al.: n^2 steps of batch 1
     source="paper 002, Table 1 (row [6], Bassily, Smith, Thakurta 2014)",
 )
 

@@ -146,7 +146,9 @@ SVRG_UTILITY = UtilityClaim(
     exponents={"n": -2.0, "d": 1.0, "epsilon": -2.0},
     log_factors=("log(n)", "log(1/delta)"),
     sided="upper",
-    regime=("epsilon <= T*m/n**2", "lam > 0"),
+    # Thm 4.2 needs F^r strongly convex (here mu = lam). The condition eps <= c1 T m / n^2
+    # belongs to the privacy theorem 4.1, not to this utility bound, and c1 is unknown.
+    regime=("lam > 0",),
     source="paper 002, Theorem 4.2",
 )
 
@@ -155,7 +157,7 @@ SVRG_PP_UTILITY = UtilityClaim(
     exponents={"n": -1.0, "d": 0.5, "epsilon": -1.0},
     log_factors=("sqrt(log(1/delta))",),
     sided="upper",
-    regime=("epsilon <= 2**T*m/n**2",),
+    regime=(),  # eps <= c1 2^T m / n^2 is Thm 4.3's (privacy) condition, not Thm 4.4's
     source="paper 002, Theorem 4.4",
 )
 
