@@ -189,6 +189,12 @@ def audit_blackbox(
     }
     if gdp is not None:
         evidence["cp_test"] = cp.to_dict()
+    # The chosen test's ROC on its test split, for plots against the claim's trade-off.
+    base = chosen.label.removesuffix(" (reversed)")
+    match = next((c for c in candidates if c.label == base), None)
+    if match is not None:
+        sign = -1.0 if chosen.label.endswith(" (reversed)") else 1.0
+        evidence["roc"] = stats.roc_points(sign * match.test_pos, sign * match.test_neg)
     assumptions = [GDP_ASSUMPTION] if bound == "gdp" else []
     return AuditResult(setup.name, "blackbox", chosen.epsilon, setup.epsilon_claimed, eps_acc,
                        setup.delta, confidence, trials, "gdp" if bound == "gdp" else "cp",

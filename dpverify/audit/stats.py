@@ -305,6 +305,28 @@ def tail_counts(sorted_scores: np.ndarray, thresholds: np.ndarray) -> np.ndarray
     return sorted_scores.size - np.searchsorted(sorted_scores, thresholds, side="left")
 
 
+def roc_points(pos: np.ndarray, neg: np.ndarray, points: int = 200) -> dict[str, list[float]]:
+    """An empirical ROC (TPR of ``pos`` vs FPR of ``neg`` at shared thresholds) for plots.
+
+    Descriptive only: bounds come from :func:`bound_from_scores`, which selects and tests
+    on separate splits.
+
+    Examples
+    --------
+    >>> r = roc_points(np.array([2.0, 3.0]), np.array([0.0, 1.0]), points=5)
+    >>> r["tpr"][-1], r["fpr"][-1]
+    (0.5, 0.0)
+    """
+    pos, neg = np.asarray(pos, dtype=float), np.asarray(neg, dtype=float)
+    both = np.concatenate([pos, neg])
+    both = both[np.isfinite(both)]
+    if both.size == 0:
+        return {"fpr": [], "tpr": []}
+    t = np.unique(np.quantile(both, np.linspace(0.0, 1.0, points)))
+    return {"fpr": (tail_counts(np.sort(neg), t) / max(neg.size, 1)).tolist(),
+            "tpr": (tail_counts(np.sort(pos), t) / max(pos.size, 1)).tolist()}
+
+
 @dataclass
 class ThresholdBound:
     """The test "score >= threshold" and the bound its held-out counts give."""

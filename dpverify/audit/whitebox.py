@@ -387,7 +387,18 @@ def audit_whitebox(
         "loss_quantiles_D": np.quantile(LD, [0.001, 0.01, 0.5, 0.99, 0.999]).tolist(),
         "loss_quantiles_D_prime": np.quantile(LDp, [0.001, 0.01, 0.5, 0.99, 0.999]).tolist(),
         "accountant": acc_note,
+        # Descriptive views of the loss samples: the ROC of the loss as a test statistic,
+        # and its histogram under D and D'.
+        "roc": stats.roc_points(LD, LDp),
     }
+    fD, fDp = np.isfinite(LD), np.isfinite(LDp)
+    if fD.any() or fDp.any():
+        edges = np.histogram_bin_edges(np.concatenate([LD[fD], LDp[fDp]]), bins=60)
+        evidence["loss_histogram"] = {
+            "edges": edges.tolist(),
+            "counts_D": np.histogram(LD[fD], edges)[0].tolist(),
+            "counts_D_prime": np.histogram(LDp[fDp], edges)[0].tolist(),
+        }
     assumptions = [GDP_ASSUMPTION] if use_gdp else []
     if use_gdp and not gdp_valid:
         assumptions.append("GDP forced although some release is not an unsampled Gaussian")
