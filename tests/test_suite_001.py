@@ -1,0 +1,104 @@
+"""The verification suite of paper 001 (suites/papers/001.toml): what it covers, the
+declared utility regimes it relies on, and the verdicts of its cheapest privacy checks."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from algorithms.paper001 import ALGORITHMS
+from algorithms.paper001.single_pass import single_pass_setup
+from dpverify.checks import CheckSpec, RunContext, run_check
+from dpverify.claims import Verdict
+from dpverify.execution import build_problem
+from dpverify.rates.theory import Theory
+from dpverify.registry import resolve
+from dpverify.suites import load_suite
+
+SUITE = Path(__file__).resolve().parents[1] / "suites" / "papers" / "001.toml"
+TARGETS = [f"{a.name}:{v}" for a in ALGORITHMS for v in a.variants]
+
+
+def _entries() -> list[dict]:
+    return tomllib.loads(SUITE.read_text())["check"]
+
+
+def test_suite_loads_and_every_check_says_what_it_shows():
+    suite = load_suite(SUITE)
+    assert len(suite.checks) == len(_entries())
+    for e in _entries():
+        assert e.get("description"), e["id"]
+        name, variant = e["target"].split(":")
+        assert e["id"].startswith(f"{name}.{variant}.{e['kind'].split('.')[0]}"), e["id"]
+
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if resolve(t).variant.kind == "paper"])
+def test_every_paper_variant_fails_by_independent_kinds(target):
+    kinds = {e["kind"] for e in _entries() if e["target"] == target and e["expected"] == "FAIL"}
+    # the ledger's accountant, replay of true differences, and the exact privacy loss
+    assert {"account", "sensitivity", "audit"} <= kinds
+
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if resolve(t).variant.kind == "sound"])
+def test_every_sound_variant_passes_the_whole_battery(target):
+    mine = [e for e in _entries() if e["target"] == target]
+    assert all(e["expected"] == "PASS" for e in mine)
+    assert {"account", "sensitivity", "audit", "agree"} <= {e["kind"] for e in mine}
+    audits = [e for e in mine if e["kind"] == "audit"]
+    assert all(e["options"]["confidence"] >= 0.999 for e in audits)
+    assert any(e["kind"] == "rate" for e in _entries() if resolve(e["target"]).variant.kind
+               == "sound")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_declared_regimes_are_expressions_a_rate_check_evaluates(target):
+    t = resolve(target)
+    theory = Theory.from_claim(t.variant.utility)
+    p = t.algorithm.params(t.variant.name)
+    assert theory.in_regime(p) in (True, False)
+    assert math.isfinite(theory.log_factor(p))
+    if target.startswith(("o2nc_zo", "o2nc_fo")):
+        # n = 200 > d^2 / (alpha eps^3) = 90: the non-private term dominates at eps = 1 ...
+        assert not theory.in_regime(p)
+        # ... and the private one at eps = 0.5 (720), unless T is pinned (not the theorem's)
+        assert theory.in_regime({**p, "epsilon": 0.5})
+        assert not theory.in_regime({**p, "epsilon": 0.5, "T": 50})
+    else:
+        # the quick scale fixes beta = 1.2; the exponents are about the balanced beta (None)
+        assert not theory.in_regime(p) and theory.in_regime({**p, "beta": None})
+
+
+def _check(kind: str, target: str, options: dict, params: dict | None = None):
+    spec = CheckSpec(f"{target}.{kind}", kind, target, params=params or {}, options=options)
+    return run_check(spec, RunContext(seed=0)).outcome
+
+
+@pytest.mark.statistical
+def test_whitebox_audit_proves_the_printed_tree_leaks_and_passes_the_sound_one():
+    """The printed first-order oracle's period-end release is exact, so its privacy loss is
+    infinite in every trial and the Clopper-Pearson bound exceeds 1 whatever the noise; the
+    sound oracle is audited at confidence 0.999, a false alarm has probability <= 0.001
+    (fixed seed)."""
+    out = _check("audit", "o2nc_fo:paper", {"mode": "whitebox", "trials": 100,
+                                           "confidence": 0.999})
+    assert out.verdict == Verdict.FAIL
+    assert out.metrics["bound"] == "cp" and out.metrics["epsilon_lower"] > 1.0
+    out = _check("audit", "o2nc_fo:sound", {"mode": "whitebox", "trials": 100,
+                                           "confidence": 0.999, "neighbours": "outlier"})
+    assert out.verdict == Verdict.PASS
+    assert out.metrics["epsilon_lower"] <= out.metrics["epsilon_accountant"] <= 1.0 + 1e-6
+
+
+def test_sensitivity_replay_names_the_exact_period_end_release():
+    out = _check("sensitivity", "o2nc_zo:paper",
+                 {"search": "canaries", "neighbours": ["fresh_direction"], "random_pairs": 0})
+    assert out.verdict == Verdict.FAIL
+    assert out.metrics["query"] == "zo_exact" and math.isinf(out.metrics["worst_ratio"])
+    t = resolve("o2nc_zo:paper")
+    p = t.algorithm.params("paper", scale="quick")
+    sched = single_pass_setup(p, build_problem(t, p, 0), p["n"], p["d"], zero_order=True,
+                              sound=False)["sched"]
+    assert out.metrics["step"] % sched.Sigma == 0  # TREE(t mod Sigma) is empty there
