@@ -293,6 +293,40 @@ def _ball_points(n: int, d: int, radius: float, rng: np.random.Generator) -> np.
     return g * radius * rng.random((n, 1)) ** (1.0 / d)
 
 
+def opposed_pair(n: int, d: int, *, spread: float = 0.25, distance: float = 100.0,
+                 seed: int = 0) -> tuple[Dataset, Dataset]:
+    """A replace-one pair on which a mean of the radial losses' gradients moves by 2 L0/n.
+
+    The records are drawn as :func:`make_kl_problem` draws them (uniform in the ball of
+    radius ``spread``); record 0 is ``distance * e_d`` in D and ``-distance * e_d`` in D'.
+    Far beyond every branch point R0 both losses are on their linear branch, so their
+    gradients have norm exactly L0 and point in nearly opposite directions: near the data
+    the replaced record moves a mean gradient by ``2 L0/n (1 - O(|w|^2 / distance^2))``,
+    the replace-one worst case (paper 004's Definition 2, line 64), where a declared
+    ``L0/n`` (the add/remove sensitivity) is exceeded by a factor of 2.
+
+    Examples
+    --------
+    >>> import array_api_compat.numpy as xp
+    >>> D, Dp = opposed_pair(50, 3)
+    >>> loss = RadialLoss(p=2.0, a=1.0, R0=2.0)
+    >>> W, ones = np.zeros((1, 3)), np.ones((1, 50))
+    >>> gap = loss.grad_sum(W, D.X, D.y, ones, xp) - loss.grad_sum(W, Dp.X, Dp.y, ones, xp)
+    >>> round(float(np.linalg.norm(gap)) / 50, 6), 2 * loss.lipschitz / 50
+    (0.08, 0.08)
+    """
+    if n < 2 or d < 1 or distance <= 0:
+        raise InputError(f"need n >= 2, d >= 1 and distance > 0, got n={n}, d={d}, "
+                         f"distance={distance}")
+    X = _ball_points(int(n), int(d), float(spread), np.random.default_rng(seed))
+    far = np.zeros(int(d))
+    far[-1] = float(distance)
+    X_D, X_Dp = X.copy(), X.copy()
+    X_D[0], X_Dp[0] = far, -far
+    y = np.zeros(int(n))
+    return Dataset(X_D, y), Dataset(X_Dp, y.copy())
+
+
 def _objective_fns(loss: Any, data: Dataset):
     xp = _np_xp()
     X, y, n = data.X, data.y, data.n
