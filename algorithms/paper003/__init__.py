@@ -24,9 +24,17 @@ from algorithms.paper003.problems import PROBLEM_DEFAULTS, make_minimax_problem
 from algorithms.paper003.rgda import dp_rgda
 from algorithms.paper003.sgda import dp_sgda
 from dpverify.claims import Finding
+from dpverify.metrics_sosp import METRICS as SOSP_METRICS
+from dpverify.rates import register_metric
 from dpverify.registry import Algorithm, Variant
 
 __all__ = ["ALGORITHMS", "DP_RGDA", "DP_SGDA"]
+
+# The utility claims below name these quantities (sosp_alpha for Theorems 1-2, grad_norm_phi
+# for Table 1): registering them here means that discovering the algorithms is enough for
+# a rate check to measure them.
+for _name, _fn in SOSP_METRICS.items():
+    register_metric(_name)(_fn)
 
 # Findings -------------------------------------------------------------------------------
 

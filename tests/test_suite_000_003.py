@@ -1,0 +1,143 @@
+"""The verification suites of papers 000 (DP non-convex DRO) and 003 (DP SOSP in minimax).
+
+The suite files are data: these tests check that they load, that they hold the checks the
+verification needs (every sound variant: account, sensitivity, audit, agreement; every paper
+variant that breaks its claim: FAIL by two independent kinds; a rate check per paper), that
+the utility claims they test are evaluable, and they run a fast subset of the checks at
+quick scale with the suites' own seed (the full suites are ``dpverify run
+suites/papers/000.toml`` and ``003.toml``, about a minute of CPU each).
+"""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpverify.checks import RunContext, run_check
+from dpverify.claims import Verdict
+from dpverify.rates import get_metric
+from dpverify.rates.theory import Theory
+from dpverify.registry import resolve
+from dpverify.suites import load_suite, scaled
+
+SUITES = Path(__file__).resolve().parents[1] / "suites" / "papers"
+PAPERS = {"000": ("dp_double_spider", "dp_recursive_spider", "dp_sgd_dro"),
+          "003": ("dp_rgda", "dp_sgda")}
+SOUND_KINDS = {"account", "sensitivity", "audit", "agree"}
+
+
+def _suite(paper: str):
+    return load_suite(SUITES / f"{paper}.toml")
+
+
+def _by_target(paper: str) -> dict[str, list]:
+    out: dict[str, list] = collections.defaultdict(list)
+    for spec in _suite(paper).checks:
+        out[spec.target].append(spec)
+    return out
+
+
+@pytest.mark.parametrize("paper", sorted(PAPERS))
+def test_every_check_is_named_after_its_target_and_described(paper):
+    text = (SUITES / f"{paper}.toml").read_text()
+    suite = _suite(paper)
+    assert text.count("[[check]]") == len(suite.checks)
+    assert text.count("\ndescription = ") == len(suite.checks)
+    for spec in suite.checks:
+        name, variant = spec.target.split(":")
+        assert name in PAPERS[paper]
+        assert spec.id.startswith(f"{name}.{variant}.{spec.kind}"), spec.id
+        resolve(spec.target)
+
+
+@pytest.mark.parametrize("paper", sorted(PAPERS))
+def test_sound_variants_get_every_kind_of_check_and_pass_them(paper):
+    for target, specs in _by_target(paper).items():
+        if resolve(target).variant.kind != "sound":
+            continue
+        assert SOUND_KINDS <= {s.kind for s in specs}, target
+        assert all(s.expected == Verdict.PASS for s in specs), target
+        audits = [s for s in specs if s.kind == "audit"]
+        assert all(float(s.options["confidence"]) >= 0.99 for s in audits), target
+
+
+@pytest.mark.parametrize("paper", sorted(PAPERS))
+def test_a_violating_paper_variant_fails_two_independent_kinds(paper):
+    for target, specs in _by_target(paper).items():
+        if resolve(target).variant.kind != "paper":
+            continue
+        failing = {s.kind for s in specs if s.expected == Verdict.FAIL}
+        if failing:
+            assert len(failing & {"account", "sensitivity", "audit"}) >= 2, (target, failing)
+        else:  # private as printed: every check of it must pass
+            assert {"account", "sensitivity", "audit"} <= {s.kind for s in specs}, target
+
+
+@pytest.mark.parametrize("paper", sorted(PAPERS))
+def test_each_paper_has_a_rate_check_of_a_sound_variant(paper):
+    rates = [s for s in _suite(paper).checks if s.kind == "rate" and s.expected == Verdict.PASS]
+    assert any(resolve(s.target).variant.kind == "sound" for s in rates)
+
+
+@pytest.mark.parametrize("paper", sorted(PAPERS))
+def test_sampled_checks_grow_at_thorough_scale(paper):
+    # Audits and rate fits are statistical: --scale thorough must buy them more runs (one
+    # option away in [check.thorough]), while exact checks keep their quick settings.
+    grow = {"audit": "trials", "rate": "seeds"}
+    for spec in _suite(paper).checks:
+        if spec.kind in grow:
+            key = grow[spec.kind]
+            quick, thorough = scaled(spec, "quick"), scaled(spec, "thorough")
+            assert thorough.options[key] > quick.options[key], spec.id
+
+
+def test_the_utility_claims_are_evaluable_and_their_metrics_registered():
+    # Importing the algorithms registers paper 003's second-order metrics; every declared
+    # regime and log factor must evaluate on the variant's parameters (a string comparison
+    # such as phi == 'empirical' would not).
+    for paper in PAPERS.values():
+        for name in paper:
+            algo = resolve(name).algorithm
+            for v in algo.variants.values():
+                th = Theory.from_claim(v.utility)
+                p = algo.params(v.name)
+                assert isinstance(th.in_regime(p), bool)
+                assert np.isfinite(th.log_factor(p))
+                assert callable(get_metric(th.quantity))
+    for metric in ("sosp_alpha", "grad_norm_phi", "min_eig_phi", "phi_value"):
+        get_metric(metric)
+
+
+# A fast subset, run as the suites run them (quick scale, root seed 0) -------------------
+
+FAST = {
+    "000": ["dp_double_spider.paper.account", "dp_double_spider.paper.sensitivity",
+            "dp_sgd_dro.sound.audit.whitebox.eps0.1", "dp_sgd_dro.paper.audit.whitebox.eps0.1"],
+    "003": ["dp_rgda.paper.sensitivity.no_warm_start", "dp_rgda.paper_erm.audit.whitebox",
+            "dp_sgda.sound.sensitivity", "dp_rgda.sound.agree"],
+}
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("paper,check_id", [(p, c) for p, ids in FAST.items() for c in ids])
+def test_fast_subset_meets_its_expectation(paper, check_id):
+    """Each listed check at the suites' quick scale and seed 0.
+
+    Account, sensitivity and agreement verdicts are exact computations (no sampling). The
+    two white-box audits are statistical at confidence 0.99: the sound control fails with
+    probability at most 0.01 under its claim; the paper audit at eps = 0.1 has its lower
+    bound (0.32) three times the claim (0.1), a margin the fixed seed reproduces exactly.
+    """
+    spec = next(s for s in _suite(paper).checks if s.id == check_id)
+    if spec.kind == "agree":
+        pytest.importorskip("torch")
+    res = run_check(scaled(spec, "quick"), RunContext(seed=0))
+    assert res.outcome.verdict == spec.expected, res.outcome.message
+    m = res.outcome.metrics
+    if spec.kind == "audit":
+        assert m["epsilon_lower"] <= m["epsilon_accountant"] or spec.expected == Verdict.FAIL
+    if spec.kind == "sensitivity" and spec.expected == Verdict.FAIL:
+        assert m["worst_ratio"] > 1.0
