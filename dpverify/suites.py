@@ -92,12 +92,17 @@ def _fail(path: Path, text: str, idx: int | None, key: str | None, msg: str) -> 
     return InputError(f"{path}:{_line_of(text, idx, key)}: {msg}")
 
 
-def _check_privacy_values(table: dict[str, Any], where: Callable[[str], str]) -> None:
+def _check_privacy_values(table: dict[str, Any], where: Callable[[str], str], *,
+                          option: bool = False) -> None:
+    def relation(v: Any, k: str) -> Any:
+        # A check's own relation option may also ask for every relation or the claim's.
+        return v if option and v in ("both", "claim") else check_relation(v)
+
     checkers: tuple[tuple[set[str], Callable[[Any, str], Any]], ...] = (
         (_EPSILON_KEYS, check_epsilon),
         (_DELTA_KEYS, check_delta),
         (_RHO_KEYS, lambda v, k: check_positive(v, k)),
-        ({"relation"}, lambda v, k: check_relation(v)),
+        ({"relation"}, relation),
     )
     for k, v in table.items():
         for keys, check in checkers:
@@ -182,8 +187,8 @@ def load_suite(path: str | Path) -> Suite:
             if not isinstance(tbl, dict):
                 raise InputError(f"{where(name)}: {name} must be a table")
         _check_privacy_values(params, where)
-        _check_privacy_values(options, where)
-        _check_privacy_values(thorough, where)  # they become options at --scale thorough
+        _check_privacy_values(options, where, option=True)
+        _check_privacy_values(thorough, where, option=True)  # options at --scale thorough
         target = entry["target"]
         if is_registered_target(target) or ":" not in target:
             try:

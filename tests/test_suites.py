@@ -376,3 +376,27 @@ def test_pytest_collects_suite_files(write_suite, tmp_path):
     assert "PASSED good.toml::met" in out and "FAILED good.toml::unmet" in out
     assert "unmet: verdict FAIL, expected PASS" in out
     assert "bad.toml:6" in out and "epsilon" in out
+
+
+def test_every_shipped_suite_loads():
+    """Every suite in suites/ validates: a typo there would break `dpverify run` for users."""
+    from pathlib import Path
+
+    from dpverify.suites import discover, load_suite
+
+    root = Path(__file__).resolve().parents[1] / "suites"
+    loaded = [load_suite(p) for p in discover([root])]
+    assert len(loaded) >= 6 and all(s.checks for s in loaded)
+
+
+def test_check_options_may_ask_for_both_relations(tmp_path):
+    from dpverify.suites import load_suite
+
+    p = tmp_path / "s.toml"
+    p.write_text('[[check]]\nid = "a"\nkind = "sensitivity"\ntarget = "noisy_gd:sound"\n'
+                 '[check.options]\nrelation = "both"\n')
+    assert load_suite(p).checks[0].options["relation"] == "both"
+    p.write_text('[[check]]\nid = "a"\nkind = "account"\ntarget = "noisy_gd:sound"\n'
+                 '[check.params]\nrelation = "both"\n')
+    with pytest.raises(InputError, match="relation"):
+        load_suite(p)
