@@ -71,8 +71,11 @@ def test_declared_regimes_are_expressions_a_rate_check_evaluates(target):
         assert not theory.in_regime(p) and theory.in_regime({**p, "beta": None})
 
 
-def _check(kind: str, target: str, options: dict, params: dict | None = None):
-    spec = CheckSpec(f"{target}.{kind}", kind, target, params=params or {}, options=options)
+def _suite_check(check_id: str, **options):
+    """Run one check of the suite as written, with some options overridden (fewer trials)."""
+    spec = next(c for c in load_suite(SUITE).checks if c.id == check_id)
+    opts = {k: v for k, v in spec.options.items() if k != "_thorough"} | options
+    spec = CheckSpec(spec.id, spec.kind, spec.target, spec.expected, spec.params, opts)
     return run_check(spec, RunContext(seed=0)).outcome
 
 
@@ -82,23 +85,23 @@ def test_whitebox_audit_proves_the_printed_tree_leaks_and_passes_the_sound_one()
     infinite in every trial and the Clopper-Pearson bound exceeds 1 whatever the noise; the
     sound oracle is audited at confidence 0.999, a false alarm has probability <= 0.001
     (fixed seed)."""
-    out = _check("audit", "o2nc_fo:paper", {"mode": "whitebox", "trials": 100,
-                                           "confidence": 0.999})
+    out = _suite_check("o2nc_fo.paper.audit.whitebox", trials=100)
     assert out.verdict == Verdict.FAIL
     assert out.metrics["bound"] == "cp" and out.metrics["epsilon_lower"] > 1.0
-    out = _check("audit", "o2nc_fo:sound", {"mode": "whitebox", "trials": 100,
-                                           "confidence": 0.999, "neighbours": "outlier"})
+    out = _suite_check("o2nc_fo.sound.audit.whitebox", trials=100, neighbours="outlier")
     assert out.verdict == Verdict.PASS
     assert out.metrics["epsilon_lower"] <= out.metrics["epsilon_accountant"] <= 1.0 + 1e-6
+    assert out.metrics["mu_replay_max"] > 0  # the canary is seen: the audit is not vacuous
 
 
 def test_sensitivity_replay_names_the_exact_period_end_release():
-    out = _check("sensitivity", "o2nc_zo:paper",
-                 {"search": "canaries", "neighbours": ["fresh_direction"], "random_pairs": 0})
+    out = _suite_check("o2nc_zo.paper.sensitivity", neighbours=["fresh_direction"],
+                       random_pairs=0)
     assert out.verdict == Verdict.FAIL
     assert out.metrics["query"] == "zo_exact" and math.isinf(out.metrics["worst_ratio"])
-    t = resolve("o2nc_zo:paper")
-    p = t.algorithm.params("paper", scale="quick")
+    spec = next(c for c in load_suite(SUITE).checks if c.id == "o2nc_zo.paper.sensitivity")
+    t = resolve(spec.target)
+    p = t.algorithm.params("paper", spec.params, scale="quick")
     sched = single_pass_setup(p, build_problem(t, p, 0), p["n"], p["d"], zero_order=True,
                               sound=False)["sched"]
     assert out.metrics["step"] % sched.Sigma == 0  # TREE(t mod Sigma) is empty there
