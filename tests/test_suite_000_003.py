@@ -94,6 +94,23 @@ def test_sampled_checks_grow_at_thorough_scale(paper):
             assert thorough.options[key] > quick.options[key], spec.id
 
 
+@pytest.mark.parametrize("paper", sorted(PAPERS))
+def test_thorough_scale_runs_the_same_problem(paper):
+    # Pinned parameters: at --scale thorough an algorithm's own thorough sizes (n = 2000,
+    # other schedules) must not replace the problem a check was designed and timed on.
+    def effective(p: dict) -> dict:
+        # T_max caps a theorem's schedule only (paper 003); with the given one it is unused
+        return {k: v for k, v in p.items() if not (k == "T_max" and p["schedule"] == "given")}
+
+    for spec in _suite(paper).checks:
+        t = resolve(spec.target)
+        quick, thorough = (t.algorithm.params(t.variant.name, spec.params, s)
+                           for s in ("quick", "thorough"))
+        if "schedule" in quick:
+            quick, thorough = effective(quick), effective(thorough)
+        assert quick == thorough, spec.id
+
+
 def test_the_utility_claims_are_evaluable_and_their_metrics_registered():
     # Importing the algorithms registers paper 003's second-order metrics; every declared
     # regime and log factor must evaluate on the variant's parameters (a string comparison
