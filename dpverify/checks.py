@@ -28,6 +28,7 @@ class CheckSpec:
     params: Mapping[str, Any] = field(default_factory=dict)  # the algorithm's parameters
     options: Mapping[str, Any] = field(default_factory=dict)  # the check's own settings
     source: str = ""  # file:line, for error messages
+    description: str = ""  # the suite entry's own words, shown beside its result
 
 
 @dataclass
@@ -110,6 +111,8 @@ class CheckResult:
             "params": jsonable(dict(self.spec.params)),
             "options": jsonable(dict(self.spec.options)),
             "seconds": round(self.seconds, 3),
+            # Only when the suite gave one: records without it stay as they were.
+            **({"description": self.spec.description} if self.spec.description else {}),
         }
 
 

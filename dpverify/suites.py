@@ -24,6 +24,7 @@ nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -209,10 +210,14 @@ def load_suite(path: str | Path) -> Suite:
                 known = sorted(a.name for a in all_algorithms())
                 raise InputError(f"{where('target')}: unknown algorithm {name!r}; registered: "
                                  f"{known}; nor is {target!r} a module:function ({e})") from None
+        description = entry.get("description", "")
+        if not isinstance(description, str):
+            raise InputError(f"{where('description')}: description of check {cid!r} must be "
+                             f"a string, got {description!r}")
         opts = dict(options)
         opts["_thorough"] = dict(thorough)
         checks.append(CheckSpec(cid, entry["kind"], target, expected, dict(params), opts,
-                                source=where("id")))
+                                source=where("id"), description=description))
     seed = head.get("seed")
     if seed is not None and not isinstance(seed, int):
         raise _fail(path, text, None, "seed", f"seed must be an integer, got {seed!r}")
@@ -236,13 +241,22 @@ def discover(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def scaled(spec: CheckSpec, scale: str) -> CheckSpec:
-    """The spec with its ``[check.thorough]`` overrides applied at thorough scale."""
+    """The spec with its ``[check.thorough]`` overrides applied at thorough scale; every
+    other field (description, source...) is kept.
+
+    Examples
+    --------
+    >>> s = CheckSpec("a", "account", "noisy_gd:sound", options={"rtol": 0.1,
+    ...               "_thorough": {"rtol": 0.01}}, description="why")
+    >>> t = scaled(s, "thorough")
+    >>> t.options, t.description
+    ({'rtol': 0.01}, 'why')
+    """
     opts = dict(spec.options)
     thorough = opts.pop("_thorough", {}) or {}
     if scale == "thorough":
         opts.update(thorough)
-    return CheckSpec(spec.id, spec.kind, spec.target, spec.expected, spec.params, opts,
-                     spec.source)
+    return dataclasses.replace(spec, options=opts)
 
 
 def run_suites(

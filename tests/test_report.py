@@ -483,3 +483,36 @@ def test_one_check_id_in_two_suites_keeps_the_page_ids_unique(rep):
                                      "gd.sound.account@other/suite.toml"]
     assert views[1].commands[0].startswith("dpverify run other/suite.toml --only "
                                            "gd.sound.account ")
+
+
+def test_descriptions_come_from_the_specs_not_the_suite_files(tmp_path):
+    """The writer reads no suite file: one id in two suites keeps each suite's words."""
+    from dpverify.checks import CheckResult, CheckSpec, Outcome
+    from dpverify.claims import Verdict
+    from dpverify.report.writer import report_dict
+    from dpverify.suites import Suite, SuiteRun
+
+    specs = [CheckSpec("a", "account", "noisy_gd:sound", source=f"{p}:3", description=d)
+             for p, d in ((tmp_path / "gone1.toml", "first"), (tmp_path / "gone2.toml", ""))]
+    suites = [Suite(tmp_path / f"gone{i}.toml", f"s{i}", [s]) for i, s in enumerate(specs, 1)]
+    run = SuiteRun(suites, [CheckResult(s, Outcome(Verdict.PASS), 0.1) for s in specs])
+    recs = report_dict(run)["checks"]
+    assert not any(s.path.exists() for s in suites)
+    assert recs[0]["description"] == "first" and "description" not in recs[1]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_report_files_honour_the_umask(tmp_path, umask):
+    """Reports are created like any file (0644 under umask 022), not 0600 like a tempfile."""
+    from dpverify.report.io import write_json_atomic, write_text_atomic
+
+    old = os.umask(umask)
+    try:
+        paths = [write_text_atomic(tmp_path / "r.md", "x"),
+                 write_json_atomic(tmp_path / "sub" / "r.json", {"a": 1})]
+        paths.append(write_text_atomic(tmp_path / "r.md", "y"))  # replacing keeps the rule
+    finally:
+        os.umask(old)
+    for p in paths:
+        assert p.stat().st_mode & 0o777 == 0o666 & ~umask, oct(p.stat().st_mode)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

@@ -38,6 +38,7 @@ rtol = 0.001
 [[check]]
 id = "gd.half"
 kind = "account"
+description = "sigma calibrated for half the steps"
 target = "noisy_gd:planted_half_steps"
 expected = "FAIL"
 [check.params]
@@ -66,6 +67,18 @@ def test_load_a_valid_suite(write_suite):
     assert b.expected is Verdict.FAIL
     assert scaled(a, "quick").options == {"rtol": 0.01}
     assert scaled(a, "thorough").options == {"rtol": 0.001}
+    # The description travels with the spec, through scaling, into the result record.
+    assert (a.description, b.description) == ("", "sigma calibrated for half the steps")
+    assert scaled(b, "thorough").description == b.description
+    assert scaled(b, "thorough").source == b.source
+
+
+def test_a_description_reaches_the_result_record(write_suite):
+    suite = load_suite(write_suite(GOOD))
+    run = run_suites([suite], RunContext(seed=0))
+    without, with_desc = (r.to_dict() for r in run.results)
+    assert with_desc["description"] == "sigma calibrated for half the steps"
+    assert "description" not in without  # records of undescribed checks are unchanged
 
 
 def test_the_shipped_suites_load():
@@ -227,6 +240,13 @@ BAD = {
     "check_not_a_table": ("""
         check = [1, 2]
         """, None, ["check"]),
+    "description_not_a_string": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        description = ["a", "list"]
+        """, r"^description", ["description", "'a'", "must be a string"]),
     "seed_not_int": ("""
         [suite]
         seed = "zero"

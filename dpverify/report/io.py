@@ -1,10 +1,15 @@
-"""Atomic file writes: a report is either whole or absent, never half-written."""
+"""Atomic file writes: a report is either whole or absent, never half-written.
+
+Files are created with mode 0666 less the process umask (0644 under the usual umask 022),
+like any file a program writes: a committed report is world-readable. (``tempfile.mkstemp``
+would make them 0600, whatever the umask.)
+"""
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +26,7 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _create_temp(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -33,6 +38,22 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+def _create_temp(path: Path) -> tuple[int, str]:
+    """A new, uniquely named file beside ``path``, opened for writing.
+
+    Created by ``os.open`` with mode 0o666 so that the kernel applies the umask, as it
+    does for an ordinary ``open``; ``O_EXCL`` makes the name ours alone, as mkstemp does.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {str(path)!r}")
 
 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> Path:

@@ -50,29 +50,14 @@ def _algorithms(results: Any, scale: str) -> tuple[dict[str, Any], dict[str, Any
     return algos, claims
 
 
-def _descriptions(run: Any) -> dict[str, str]:
-    """``{check id: description}`` from the suite files (the loader keeps no description)."""
-    import tomllib
-
-    out: dict[str, str] = {}
-    for s in run.suites:
-        try:
-            doc = tomllib.loads(Path(s.path).read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError):
-            continue
-        for c in doc.get("check", []) if isinstance(doc.get("check"), list) else []:
-            if isinstance(c, dict) and isinstance(c.get("description"), str):
-                out[str(c.get("id"))] = c["description"]
-    return out
-
-
 def report_dict(run: Any, regressions: list[str] | None = None) -> dict[str, Any]:
     """The JSON report of a suite run (see DESIGN.md, public contract).
 
     Schema 1.1 adds, to 1.0, ``algorithms`` (what the registry knows of each target:
     group, source, claims, utility theorem, findings; ``null`` for a ``module:function``)
     and, per check, ``source`` (suite file and line), ``claim`` (the privacy claim at
-    the check's parameters) and ``description`` (the suite entry's, when it has one).
+    the check's parameters) and ``description`` (the suite entry's, carried by its
+    :class:`~dpverify.checks.CheckSpec`, when it has one).
 
     Examples
     --------
@@ -82,13 +67,10 @@ def report_dict(run: Any, regressions: list[str] | None = None) -> dict[str, Any
     """
     seeds = getattr(run, "suite_seeds", [])
     algos, claims = _algorithms(run.results, run.scale)
-    descriptions = _descriptions(run)
     checks = []
     for r in run.results:
         d = r.to_dict()
         d["source"] = r.spec.source
-        if r.spec.id in descriptions:
-            d["description"] = descriptions[r.spec.id]
         if r.spec.id in claims:
             d["claim"] = jsonable(claims[r.spec.id])
         checks.append(d)
