@@ -26,6 +26,8 @@ import pytest
 from dpverify.cli import main
 from dpverify.report import html as report_html
 from dpverify.report import plots
+from dpverify.report import writer as report_writer
+from dpverify.report.merge import load_reports, merge_reports
 from dpverify.report.paper import build_document, summary_rows
 from dpverify.report.writer import load_report, write_rendered
 
@@ -516,3 +518,117 @@ def test_report_files_honour_the_umask(tmp_path, umask):
     for p in paths:
         assert p.stat().st_mode & 0o777 == 0o666 & ~umask, oct(p.stat().st_mode)
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+# Merging the reports of separate runs ------------------------------------------------------
+
+SHARD_A = """
+[suite]
+name = "shard a"
+seed = 5
+
+[[check]]
+id = "gd.account"
+description = "the sound variant's ledger"
+kind = "account"
+target = "noisy_gd:sound"
+[check.params]
+T = 4
+
+[[check]]
+id = "gd.half_steps.account"
+kind = "account"
+target = "noisy_gd:planted_half_steps"
+expected = "FAIL"
+[check.params]
+T = 6
+"""
+
+SHARD_B = """
+[suite]
+name = "shard b"
+
+[[check]]
+id = "gd.account"
+kind = "account"
+target = "noisy_gd:sound"
+[check.params]
+T = 7
+
+[[check]]
+id = "gauss.audit"
+kind = "audit"
+target = "gaussian_mechanism:sound"
+[check.options]
+trials = 1000
+"""
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory):
+    """Two suites run apart and together: (folder, a.json, b.json, both.json)."""
+    root = tmp_path_factory.mktemp("shards")
+    (root / "a.toml").write_text(SHARD_A)
+    (root / "b.toml").write_text(SHARD_B)
+    with pytest.MonkeyPatch.context() as mp:
+        # Only the JSON matters here; the page of each run is what takes the time.
+        mp.setattr(report_writer, "write_rendered", lambda *a, **k: [])
+        for name, suites in (("a", ["a.toml"]), ("b", ["b.toml"]),
+                             ("both", ["a.toml", "b.toml"])):
+            args = ["run", *(str(root / s) for s in suites), "--report-dir", str(root / name),
+                    "--quiet"]
+            assert main(args) == 0
+    return root, *(root / n / "report.json" for n in ("a", "b", "both"))
+
+
+def _comparable(rep: dict) -> dict:
+    """A report without what differs between runs of the same checks: times."""
+    rep = {k: v for k, v in rep.items() if k not in ("created", "merged_from")}
+    rep["checks"] = [{k: v for k, v in c.items() if k != "seconds"} for c in rep["checks"]]
+    return rep
+
+
+def test_merged_reports_equal_one_run_over_both_suites(shards, tmp_path):
+    root, a, b, both = shards
+    out = tmp_path / "merged"
+    assert main(["report", str(a), str(b.parent), "--out", str(out), "--format", "md",
+                 "--json", str(tmp_path / "merged.json"), "--quiet"]) == 0
+    merged = json.loads((tmp_path / "merged.json").read_text())
+    assert _comparable(merged) == _comparable(json.loads(both.read_text()))
+    assert [m["file"] for m in merged["merged_from"]] == [str(a), str(b)]
+    assert merged["summary"] == {"checks": 4, "met": 4,
+                                 "by_verdict": {"PASS": 3, "FAIL": 1, "INCONCLUSIVE": 0}}
+    assert sorted(p.name for p in out.iterdir()) == ["report.md"]
+    assert "*the sound variant's ledger.*" in (out / "report.md").read_text()
+    # Overlapping shards: the same check with the same result is kept once.
+    again = merge_reports(load_reports([a, b, a]))
+    assert _comparable(again) == _comparable(merged)
+
+
+@pytest.mark.parametrize("field,value,words", [
+    ("seed", 9, ["seeds", "9", "0"]),
+    ("scale", "thorough", ["scales", "'thorough'", "'quick'"]),
+    ("schema_version", "1.0", ["schema versions", "'1.0'", "'1.1'"]),
+    ("verdict", "FAIL", ["'gd.account'", "a.toml", "verdict", '"PASS" vs "FAIL"']),
+])
+def test_reports_that_do_not_merge_are_input_errors(shards, tmp_path, capsys, field, value,
+                                                    words):
+    root, a, b, _ = shards
+    other = json.loads(a.read_text())
+    if field == "verdict":  # the same check of the same suite, with another result
+        other["checks"][0]["verdict"] = value
+    else:
+        other[field] = value
+    bad = tmp_path / "other.json"
+    bad.write_text(json.dumps(other))
+    assert main(["report", str(a), str(b), str(bad), "--out", str(tmp_path / "m")]) == 2
+    msg = capsys.readouterr().out
+    for w in [str(a), str(bad), *words]:
+        assert w in msg, (w, msg)
+    assert not (tmp_path / "m").exists()  # refused before anything is written
+
+
+def test_merging_needs_an_output_folder(shards, capsys):
+    _, a, b, _ = shards
+    assert main(["report", str(a), str(b)]) == 2
+    assert "--out" in capsys.readouterr().out

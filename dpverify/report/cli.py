@@ -1,14 +1,18 @@
-"""``dpverify report REPORT``: render a saved ``report.json`` as Markdown and HTML.
+"""``dpverify report REPORT [REPORT ...]``: render saved ``report.json`` files as Markdown
+and HTML.
 
 Re-renders a report without re-running its checks (after a change to the renderer, or to
-read someone else's results), optionally judging it against a baseline report:
+read someone else's results), optionally judging it against a baseline report, or merges
+the reports of separate runs (one per paper, CI shards) into one:
 
     dpverify report reports/papers/report.json
     dpverify report reports/latest --baseline reports/papers.json   # exit 1 on regressions
     dpverify report reports/papers --json reports/papers.json        # refresh the baseline copy
+    dpverify report shard1/report.json shard2/report.json --out merged --json merged/report.json
 
 Exit codes: 0 when written (and, with ``--baseline``, no regression), 1 on a regression,
-2 on bad input (no such report, not a dpverify report, an unknown schema).
+2 on bad input (no such report, not a dpverify report, an unknown schema, reports that do
+not merge: another seed, scale or schema version, or one check with two results).
 """
 
 from __future__ import annotations
@@ -27,14 +31,17 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     >>> p = argparse.ArgumentParser(); configure_parser(p)
     >>> a = p.parse_args(["r.json", "--format", "html", "--plots", "png"])
     >>> a.report, a.formats, a.plots
-    ('r.json', ['html'], 'png')
+    (['r.json'], ['html'], 'png')
     """
     parser.description = ("Render a report.json (written by `dpverify run`) as report.md and "
-                          "a self-contained report.html with figures; with --baseline, "
-                          "list its regressions against another report.")
-    parser.add_argument("report", help="a report.json, or the folder that holds one")
+                          "a self-contained report.html with figures; given several, merge "
+                          "them into one report (same seed, scale and schema); with "
+                          "--baseline, list its regressions against another report.")
+    parser.add_argument("report", nargs="+",
+                        help="a report.json, or the folder that holds one; several are merged")
     parser.add_argument("--out", default=None, metavar="DIR",
-                        help="where report.md and report.html go (default: beside the JSON)")
+                        help="where report.md and report.html go (default: beside the JSON; "
+                             "required when merging)")
     parser.add_argument("--format", dest="formats", nargs="+", choices=["md", "html"],
                         default=["md", "html"], help="which reports to write (default both)")
     parser.add_argument("--plots", choices=["svg", "png", "none"], default="svg",
@@ -44,14 +51,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                              "reports and the exit code is 1")
     parser.add_argument("--json", dest="json_path", default=None, metavar="FILE",
                         help="also write the report JSON (with the regressions found) here, "
-                             "e.g. the committed baseline copy")
-
-
-def _report_path(arg: str) -> Path:
-    p = Path(arg)
-    if p.is_dir():
-        p = p / "report.json"
-    return p
+                             "e.g. the committed baseline copy, or the merged report")
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -69,12 +69,16 @@ def run_command(args: argparse.Namespace) -> int:
     ['no', 'report']
     """
     from dpverify.report.io import write_json_atomic
+    from dpverify.report.merge import load_reports, merge_reports
     from dpverify.report.writer import compare_baseline, load_report, write_rendered
 
-    path = _report_path(args.report)
-    rep = load_report(path, what="report")
+    names = [args.report] if isinstance(args.report, str) else list(args.report)
+    if len(names) > 1 and not args.out:
+        raise InputError(f"merging {len(names)} reports needs --out DIR for the merged report")
+    loaded = load_reports(names)
+    rep = merge_reports(loaded)
     baseline = load_report(args.baseline) if args.baseline else None
-    out_dir = Path(args.out) if args.out else path.parent
+    out_dir = Path(args.out) if args.out else Path(loaded[0][0]).parent
     blocked = next((p for p in (out_dir, *out_dir.parents) if p.exists()), None)
     if blocked is not None and not blocked.is_dir():
         raise InputError(f"--out {str(out_dir)!r}: {str(blocked)!r} is not a folder")

@@ -65,6 +65,8 @@ def report_dict(run: Any, regressions: list[str] | None = None) -> dict[str, Any
     >>> report_dict(SuiteRun([]))["schema_version"]
     '1.1'
     """
+    from dpverify.report.merge import summarize
+
     seeds = getattr(run, "suite_seeds", [])
     algos, claims = _algorithms(run.results, run.scale)
     checks = []
@@ -83,12 +85,7 @@ def report_dict(run: Any, regressions: list[str] | None = None) -> dict[str, Any
         "suites": [{"name": s.name, "path": str(s.path), "checks": len(s.checks),
                     "seed": seeds[i] if i < len(seeds) else run.seed}
                    for i, s in enumerate(run.suites)],
-        "summary": {
-            "checks": len(run.results),
-            "met": sum(r.met for r in run.results),
-            "by_verdict": {v: sum(r.outcome.verdict.value == v for r in run.results)
-                           for v in ("PASS", "FAIL", "INCONCLUSIVE")},
-        },
+        "summary": summarize(checks),
         "regressions": list(regressions or []),
         "algorithms": jsonable(algos),
         "checks": checks,
