@@ -155,6 +155,52 @@ def test_account_passes_on_paper_sgda():
         "epsilon_claimed"]
 
 
+# The population setting: one pass over fresh records -----------------------------------
+
+
+def test_single_pass_reads_each_record_once_and_accounts_in_parallel():
+    """Theorem 2's sample budget (line 762): every batch is fresh, so each record meets one
+    release, and per-record parallel composition over the touched masks gives back the
+    epsilon of that single release, the calibration target; composing every release over
+    every record instead would cost far more."""
+    import dp_accounting as dpa
+
+    from dpverify.accounting import epsilon_of_event
+
+    _, cur, _, p = _run("dp_rgda:sound_population", trials=3)
+    masks = [r.touched for r in cur.ledger]
+    assert all(m is not None and m.shape[0] == 1 for m in masks)  # public order: one row
+    uses = np.sum([m[0] for m in masks], axis=0)
+    assert uses.max() == 1 and uses.sum() == 1720 <= p["n"]
+    assert all(r.sampling == "shuffle" for r in cur.ledger)
+    eps = account_ledger(cur.ledger, p["delta"], p["relation"]).epsilon
+    assert eps == pytest.approx(p["epsilon"], rel=1e-3) and eps <= p["epsilon"] * 1.001
+    z = cur.ledger.releases[0].noise_multiplier
+    one = epsilon_of_event(dpa.GaussianDpEvent(z), p["delta"])  # add/remove: distance 1
+    assert one == pytest.approx(eps, rel=1e-3)
+    every = epsilon_of_event(dpa.GaussianDpEvent(z / math.sqrt(len(cur.ledger))), p["delta"])
+    assert every > 5 * eps
+
+
+def test_single_pass_refuses_a_schedule_beyond_n():
+    """(T/q) S1 + T K S2 <= n (line 762) is checked before anything is released."""
+    from dpverify.errors import InputError
+
+    for target in ("dp_rgda:sound_population", "dp_rgda:paper_population"):
+        with pytest.raises(InputError, match="single pass"):
+            _run(target, trials=1, params={"n": 500})
+
+
+def test_printed_single_pass_increment_noise_is_not_private():
+    """Lemma 8's increment noise assumes amplification at S2/n (line 636); on the disjoint
+    batches of its single pass each increment is a plain Gaussian far below (eps, delta)."""
+    res = run_check(CheckSpec("p", "account", "dp_rgda:paper_population",
+                              params={"n": 400, "T": 4, "q": 4, "K": 2, "S1": 40, "S2": 40}),
+                    RunContext())
+    assert res.outcome.verdict == Verdict.FAIL
+    assert res.outcome.metrics["epsilon_accountant"] > 5.0
+
+
 # The zero-noise k = 0 increment ----------------------------------------------------------
 
 

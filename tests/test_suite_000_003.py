@@ -55,11 +55,17 @@ def test_every_check_is_named_after_its_target_and_described(paper):
 
 @pytest.mark.parametrize("paper", sorted(PAPERS))
 def test_sound_variants_get_every_kind_of_check_and_pass_them(paper):
+    # A rate check tests the paper's theorem, not our correction of its privacy: it may be
+    # expected to FAIL on a sound variant when the theorem's own schedule cannot deliver
+    # its rate (paper 003, Theorem 2), and its description must then say so.
     for target, specs in _by_target(paper).items():
         if resolve(target).variant.kind != "sound":
             continue
         assert SOUND_KINDS <= {s.kind for s in specs}, target
-        assert all(s.expected == Verdict.PASS for s in specs), target
+        assert all(s.expected == Verdict.PASS for s in specs if s.kind != "rate"), target
+        for s in specs:
+            if s.kind == "rate" and s.expected != Verdict.PASS:
+                assert "Theorem" in getattr(s, "description", ""), s.id
         audits = [s for s in specs if s.kind == "audit"]
         assert all(float(s.options["confidence"]) >= 0.99 for s in audits), target
 

@@ -143,23 +143,86 @@ def calibrate_common_multiplier(
                                       relation=relation, accountant="pld")
 
 
-def batch_spec(cur: Curator, size: float | None) -> tuple[Any, ...]:
-    """(sampling, rate, n, size) of a batch of nominal ``size``: all records when
-    ``size`` is None or >= n, else Poisson sampling at rate size/n."""
+def batch_spec(cur: Curator, size: float | None, *, single_pass: bool = False
+               ) -> tuple[Any, ...]:
+    """(sampling, rate, n, size) of a batch of nominal ``size``.
+
+    All records when ``size`` is None or >= n, else Poisson sampling at rate size/n; with
+    ``single_pass`` a block of ``size`` fresh records of one pass over the data (the
+    population setting's sample budget, line 762: (T/q) S1 + T K S2 <= n).
+    """
     n = cur.n
+    if single_pass:
+        if size is None or not 0 < size <= n:
+            raise InputError(f"a single pass needs batch sizes in [1, n = {n}], got {size!r}")
+        return _prototype("stream", int(size) / n, n, int(size))
     if size is None or size >= n:
         return _prototype("full", 1.0, n, n)
     return _prototype("poisson", float(size) / n, n, None)
 
 
-def draw(cur: Curator, spec: tuple[Any, ...]) -> Any:
-    """A batch of the kind ``spec`` describes (see :func:`batch_spec`)."""
+class SinglePass:
+    """One pass over the records in their public order: each block is fresh, none reused.
+
+    The population analysis (Lemma 8, the sample-budget paragraph, line 762) draws every
+    batch from fresh samples, so each record enters exactly one release and, by parallel
+    composition, pays for that one release only. The order is data-independent (the slot
+    index), so a block is a :meth:`~dpverify.curator.Curator.subset` and the ledger charges
+    it to the records it touched.
+
+    Examples
+    --------
+    >>> from dpverify.data import Dataset
+    >>> cur = Curator(Dataset(np.zeros((5, 1)), np.zeros(5)), trials=2)
+    >>> sp = SinglePass(cur)
+    >>> _, a = sp.take(2)
+    >>> _, b = sp.take(3)
+    >>> (a, b, sp.used)
+    (slice(0, 2, None), slice(2, 5, None), 5)
+    """
+
+    def __init__(self, cur: Curator) -> None:
+        self.cur = cur
+        self.used = 0
+
+    def take(self, size: int) -> tuple[Any, slice]:
+        start, stop = self.used, self.used + int(size)
+        if stop > self.cur.n:
+            raise InputError(f"the single pass ran out of records: {stop} needed, n = "
+                             f"{self.cur.n} (line 762: (T/q) S1 + T K S2 <= n)")
+        self.used = stop
+        return self.cur.subset(np.arange(start, stop)), slice(start, stop)
+
+
+def draw(cur: Curator, spec: tuple[Any, ...], stream: SinglePass | None = None
+         ) -> tuple[Any, slice]:
+    """A batch of the kind ``spec`` describes (see :func:`batch_spec`) and the slots it
+    can touch: every slot, or a single pass's next block of ``stream``."""
     sampling, rate = spec[0], spec[1]
-    return cur.full_batch() if sampling == "full" else cur.sample("poisson", rate=rate)
+    if sampling == "stream":
+        if stream is None:
+            raise InputError("a single-pass batch needs the run's SinglePass")
+        return stream.take(spec[3])
+    batch = cur.full_batch() if sampling == "full" else cur.sample("poisson", rate=rate)
+    return batch, slice(None)
+
+
+def restrict(query: Any, slots: slice) -> Any:
+    """``query`` evaluated on the slots ``slots`` only (records outside weigh 0 anyway).
+
+    A single pass's block is a public range of slots: reading only those keeps a query's
+    cost proportional to its batch, not to n.
+    """
+    if slots == slice(None):
+        return query
+    return lambda X, y, w: query(X[slots], y[slots], w[:, slots])
 
 
 def nominal(spec: tuple[Any, ...], n: int) -> float:
-    """The public normaliser of a batch: n for a full batch, rate * n for Poisson."""
+    """The public normaliser of a batch: n for a full batch, rate * n for Poisson, the
+    block size for a single pass."""
+    if spec[0] == "stream":
+        return float(spec[3])
     return float(n) if spec[0] == "full" else spec[1] * n
 
 

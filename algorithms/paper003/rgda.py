@@ -36,12 +36,14 @@ import numpy as np
 
 from algorithms.baselines import project_rows
 from algorithms.paper003.common import (
+    SinglePass,
     batch_spec,
     calibrate_common_multiplier,
     draw,
     eps_bar,
     nominal,
     population_schedule,
+    restrict,
     sum_sensitivity,
     theorem1_schedule,
     to_numpy,
@@ -199,6 +201,47 @@ class SoundPlan:
     increment: tuple[Any, ...]
     z: float
     counts: dict[str, int]
+    stream: SinglePass | None = None
+
+
+def single_pass(p: Mapping[str, Any]) -> bool:
+    """Whether the run draws fresh disjoint batches (``sampling = "single_pass"``)."""
+    mode = str(p.get("sampling", "pool"))
+    if mode not in ("pool", "single_pass"):
+        raise InputError(f"sampling must be 'pool' or 'single_pass', got {mode!r}")
+    return mode == "single_pass"
+
+
+def release_counts(p: Mapping[str, Any], *, sound: bool) -> dict[str, int]:
+    """How many refreshes (warm start included for ``sound``) and increments a run can make.
+
+    Sound: ceil(T/q) refreshes plus ``warm_start``; K increments after a refresh, K + 1 at
+    other steps (the k = 0 step across the x-move). Printed (lines 4-17): ceil(T/q)
+    refreshes and T K increments; its warm start reads the data exactly, outside any pass.
+
+    Examples
+    --------
+    >>> release_counts({"T": 10, "q": 5, "K": 2, "warm_start": 1}, sound=True)
+    {'refresh': 3, 'increment': 28}
+    """
+    T, q, K = int(p["T"]), int(p["q"]), int(p["K"])
+    refreshes = -(-T // q)
+    if not sound:
+        return {"refresh": refreshes, "increment": T * K}
+    return {"refresh": refreshes + int(p["warm_start"]),
+            "increment": refreshes * K + (T - refreshes) * (K + 1)}
+
+
+def check_sample_budget(cur: Curator, p: Mapping[str, Any], *, sound: bool) -> int:
+    """Records a single-pass run needs, (T/q) S1 + T K S2 (line 762) for the schedule
+    actually run; an InputError when it exceeds n (before anything is released)."""
+    c = release_counts(p, sound=sound)
+    need = c["refresh"] * int(p["S1"] or cur.n) + c["increment"] * int(p["S2"])
+    if need > cur.n:
+        raise InputError(f"single pass: the schedule needs {need} fresh records "
+                         f"({c['refresh']} refreshes of S1 = {p['S1']}, {c['increment']} "
+                         f"increments of S2 = {p['S2']}) but n = {cur.n} (line 762)")
+    return need
 
 
 def sound_plan(cur: Curator, p: Mapping[str, Any]) -> SoundPlan:
@@ -206,6 +249,10 @@ def sound_plan(cur: Curator, p: Mapping[str, Any]) -> SoundPlan:
 
     Refreshes: ceil(T/q), plus ``warm_start`` releases of the same form. Increments: K after
     each refresh, K + 1 at other steps. An early return (Alg. 2 line 19) only makes fewer.
+    With ``sampling = "single_pass"`` every release reads fresh records, so each record
+    meets ONE release (parallel composition): the multiplier is that of a single unsampled
+    Gaussian at (epsilon, delta), and the per-record ledger accounting gives back exactly
+    that epsilon.
 
     Examples
     --------
@@ -217,10 +264,14 @@ def sound_plan(cur: Curator, p: Mapping[str, Any]) -> SoundPlan:
     >>> plan.counts
     {'refresh': 3, 'increment': 28}
     """
-    T, q, K = int(p["T"]), int(p["q"]), int(p["K"])
-    refreshes = -(-T // q)
-    counts = {"refresh": refreshes + int(p["warm_start"]),
-              "increment": refreshes * K + (T - refreshes) * (K + 1)}
+    counts = release_counts(p, sound=True)
+    if single_pass(p):
+        check_sample_budget(cur, p, sound=True)
+        one = ((("full", 1.0, cur.n, cur.n), 1),)
+        z = calibrate_common_multiplier(one, float(p["epsilon"]), float(p["delta"]),
+                                        str(p["relation"]))
+        return SoundPlan(batch_spec(cur, p["S1"], single_pass=True),
+                         batch_spec(cur, p["S2"], single_pass=True), z, counts, SinglePass(cur))
     ref = batch_spec(cur, p["S1"])
     inc = batch_spec(cur, p["S2"])
     groups: dict[tuple[Any, ...], int] = {}
@@ -244,8 +295,10 @@ def sound_refresh(cur: Curator, problem: Problem, p: Mapping[str, Any], plan: So
     m = nominal(plan.refresh, cur.n)
     sens = sum_sensitivity(clip, str(p["relation"])) / m
     model, xp = s.model, cur.xp
-    g = cur.gaussian(name, lambda X, yl, w: joint_sum(model, xp, X, w, x, y, clip) / m,
-                     sensitivity=sens, noise_std=plan.z * sens, batch=draw(cur, plan.refresh))
+    batch, slots = draw(cur, plan.refresh, plan.stream)
+    g = cur.gaussian(name, restrict(lambda X, yl, w: joint_sum(model, xp, X, w, x, y, clip) / m,
+                                    slots),
+                     sensitivity=sens, noise_std=plan.z * sens, batch=batch)
     return _split(g, s.d1)
 
 
@@ -274,8 +327,9 @@ def sound_increment(cur: Curator, problem: Problem, p: Mapping[str, Any], plan: 
     def query(X: Any, yl: Any, w: Any) -> Any:
         return joint_diff_sum(model, xp, X, w, x1, y1, x0, y0, C_b) * inv / m
 
-    g = cur.gaussian("increment", query, sensitivity=sens, noise_std=plan.z * sens,
-                     batch=draw(cur, plan.increment))
+    batch, slots = draw(cur, plan.increment, plan.stream)
+    g = cur.gaussian("increment", restrict(query, slots), sensitivity=sens,
+                     noise_std=plan.z * sens, batch=batch)
     return _split(g * C_b, s.d1)
 
 
@@ -384,12 +438,14 @@ def paper_noise(p: Mapping[str, Any], s: MinimaxSetting, n: int, esc: EscapeSche
 
 
 def _paper_batches(cur: Curator, p: Mapping[str, Any]) -> tuple[Any, Any]:
-    return batch_spec(cur, p["S1"]), batch_spec(cur, p["S2"])
+    sp = single_pass(p)
+    return (batch_spec(cur, p["S1"], single_pass=sp), batch_spec(cur, p["S2"], single_pass=sp))
 
 
 def paper_updater(cur: Curator, problem: Problem, p: Mapping[str, Any], pn: PaperNoise,
-                  t: int, st: UpdaterState) -> UpdaterState:
-    """One call of Algorithm 3 as printed (lines 196-217)."""
+                  t: int, st: UpdaterState, stream: SinglePass | None = None) -> UpdaterState:
+    """One call of Algorithm 3 as printed (lines 196-217); ``stream``: the run's single
+    pass (the population setting's fresh batches, line 762)."""
     s = setting_of(problem)
     xp, model, d1 = cur.xp, s.model, s.d1
     K, lam = int(p["K"]), float(p["lam"])
@@ -398,16 +454,16 @@ def paper_updater(cur: Curator, problem: Problem, p: Mapping[str, Any], pn: Pape
     x = st.x
     if t % int(p["q"]) == 0:  # lines 4-8
         m1 = nominal(ref, cur.n)
-        b = draw(cur, ref)
+        b, sl = draw(cur, ref, stream)
 
         def mean_grad(block: slice):
             return lambda X, yl, w: _clip_rows(  # Clip of the batch mean (lines 7-8)
                 xp, joint_sum(model, xp, X, w, x, st.y, None, guard=False)[:, block] / m1, M)
 
-        v = cur.gaussian("refresh_v", mean_grad(slice(0, d1)), sensitivity=pn.refresh_sens,
-                         noise_std=pn.refresh_std, batch=b)
-        u = cur.gaussian("refresh_u", mean_grad(slice(d1, None)), sensitivity=pn.refresh_sens,
-                         noise_std=pn.refresh_std, batch=b)
+        v = cur.gaussian("refresh_v", restrict(mean_grad(slice(0, d1)), sl),
+                         sensitivity=pn.refresh_sens, noise_std=pn.refresh_std, batch=b)
+        u = cur.gaussian("refresh_u", restrict(mean_grad(slice(d1, None)), sl),
+                         sensitivity=pn.refresh_sens, noise_std=pn.refresh_std, batch=b)
     else:  # line 10
         v, u = st.v, st.u
     # line 3: x_{t,-1} = x_{t-1}, x_{t,k} = x_t, y_{t,-1} = y_{t,0} = y_t
@@ -415,7 +471,7 @@ def paper_updater(cur: Curator, problem: Problem, p: Mapping[str, Any], pn: Pape
     ys, vs, us, nxt = [], [], [], []
     m2 = nominal(inc, cur.n)
     for _k in range(K):  # lines 12-17
-        b = draw(cur, inc)  # line 13: one batch for both queries
+        b, sl = draw(cur, inc, stream)  # line 13: one batch for both queries
         move = _norm_np(cur, y_k - y_last)  # the ||y_{t,k} - y_{t,k-1}|| of eq. 31
         x0, y0 = x_last, y_last
         if pn.inc_scaled:
@@ -442,10 +498,10 @@ def paper_updater(cur: Curator, problem: Problem, p: Mapping[str, Any], pn: Pape
 
         sens = 0.0 if zero else sens_unit
         std = 0.0 if zero else std_unit
-        dv = cur.gaussian("increment_v", mean_diff(slice(0, d1)), sensitivity=sens,
-                          noise_std=std, batch=b)
-        du = cur.gaussian("increment_u", mean_diff(slice(d1, None)), sensitivity=sens,
-                          noise_std=std, batch=b)
+        dv = cur.gaussian("increment_v", restrict(mean_diff(slice(0, d1)), sl),
+                          sensitivity=sens, noise_std=std, batch=b)
+        du = cur.gaussian("increment_u", restrict(mean_diff(slice(d1, None)), sl),
+                          sensitivity=sens, noise_std=std, batch=b)
         v, u = v + dv * back, u + du * back
         y_next = _project(cur, s, y_k + lam * u)  # line 16
         ys.append(y_k)
@@ -588,6 +644,10 @@ def dp_rgda(*, sound: bool, style: str):
         x, y = _start(cur, s)
         plan = sound_plan(cur, p) if sound else None
         pn = None if sound else paper_noise(p, s, cur.n, esc)
+        stream = None
+        if not sound and single_pass(p):
+            check_sample_budget(cur, p, sound=False)
+            stream = SinglePass(cur)
         y = warm_start(cur, problem, p, x, y, sound=sound, plan=plan)
         pert_rng = np.random.default_rng(cur.rng.integers(2**63))  # public randomness
         st = UpdaterState(x, x, y, cur.backend.asarray(np.zeros((cur.trials, s.d1))),
@@ -596,7 +656,7 @@ def dp_rgda(*, sound: bool, style: str):
         def update(t: int, state: UpdaterState) -> UpdaterState:
             if sound:
                 return sound_updater(cur, problem, p, plan, t, state)
-            return paper_updater(cur, problem, p, pn, t, state)
+            return paper_updater(cur, problem, p, pn, t, state, stream)
 
         return outer_loop(cur, s.d1, esc, int(p["T"]), update, st, pert_rng)
 
