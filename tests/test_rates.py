@@ -195,3 +195,31 @@ def test_baseline_comparison_flags_a_drifting_slope(tmp_path: Path,
     (tmp_path / "report.json").write_text(json.dumps(report))
     assert load_baseline(tmp_path / "report.json")[("noisy_gd:sound", "n")]["ci_low"] == -2.1
     assert main([*cmd, "--baseline", str(tmp_path / "missing.json")]) == 2
+
+
+def _log_n_over_n(n: int, seed: int) -> float:
+    """log(n) / n times a mean-one multiplier shared by every grid point of one seed."""
+    return float(np.log(n) / n * (1 + 0.5 * np.random.default_rng(seed).uniform(-1, 1)))
+
+
+@pytest.mark.statistical
+def test_the_evidence_holds_the_fitted_curve_its_band_and_the_log_factor() -> None:
+    """Fixed root seed 0, 10 seeds per point. The 95% band covered the true curve at every
+    point for 191 of root seeds 0-199 in development runs (the seeds share their multiplier
+    across the grid), so with a fresh seed the containment assertion fails with probability
+    about 0.05; the seed is fixed, making the outcome deterministic."""
+    from dpverify.rates.verify import outcome_of
+
+    n = np.array([100, 200, 400, 800, 1600])
+    res = verify_rates(_log_n_over_n, {"n": n.tolist()}, theory={"n": -1},
+                       log_factors=["log(n)"], seeds=10, seed=0)
+    point = outcome_of(res).evidence["points"][0]
+    lo, fit, hi, L = (np.array(point[k]) for k in ("band_low", "fit", "band_high",
+                                                     "log_factor"))
+    assert L.tolist() == np.log(n).tolist()  # one row per grid point, nothing more
+    assert np.all((lo < fit) & (fit < hi))
+    # With the log factor divided out the power fit is a straight line of the exponent.
+    slopes = np.diff(np.log(fit / L)) / np.diff(np.log(n))
+    assert np.allclose(slopes, res.fits[0].exponent)
+    truth = np.log(n) / n
+    assert np.all((lo <= truth) & (truth <= hi)), (lo / truth, hi / truth)

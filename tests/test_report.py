@@ -21,6 +21,7 @@ import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dpverify.cli import main
@@ -468,11 +469,30 @@ def test_figures_use_a_recorded_roc_curve_loss_histogram_and_band(rep):
                                         "counts_D_prime": [30, 10]}
     loss = plots.loss_plot(wb)
     assert "not a histogram" not in loss.caption and "privacy-loss histogram" in loss.data
+    # A rate check records its fitted curve and bootstrap band per grid point; the plot
+    # shades the band around the curve. An older record without them gets the band of
+    # slopes its interval allows.
     rate = recs["gd.sound.rate.n"]
     point = rate["evidence"]["points"][0]
-    point["band"] = {"x": point["x"], "lo": [0.5 * m for m in point["means"]],
-                     "hi": [2.0 * m for m in point["means"]]}
-    assert "bootstrap band" in plots.rate_plot(rate).data
+    assert all(len(point[k]) == len(point["values"])
+               for k in ("fit", "band_low", "band_high", "log_factor"))
+    assert all(lo <= f <= hi for lo, f, hi in zip(point["band_low"], point["fit"],
+                                                  point["band_high"], strict=True))
+    drawn = plots.rate_plot(rate)
+    assert "95% bootstrap band" in drawn.data and "pointwise bootstrap band" in drawn.caption
+    old = json.loads(json.dumps(rate))
+    for k in ("fit", "band_low", "band_high", "log_factor"):
+        del old["evidence"]["points"][0][k]
+    assert "bootstrap band" not in plots.rate_plot(old).data
+    assert "slopes in [" in plots.rate_plot(old).data
+    # A log factor that varies along the grid is divided out of what is drawn, as out of
+    # the fit; a constant one is not.
+    assert "divided out" not in drawn.caption
+    point["log_factor"] = [float(np.log(v)) for v in point["values"]]
+    rate["evidence"]["theory"]["log_factors"] = ["log(n)"]
+    divided = plots.rate_plot(rate)
+    assert "is divided out of every plotted value" in divided.caption
+    assert "/ (log(n))" in divided.data
 
 
 def test_one_check_id_in_two_suites_keeps_the_page_ids_unique(rep):

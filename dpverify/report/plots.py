@@ -8,7 +8,7 @@
 * :func:`loss_plot`: a white-box audit's privacy-loss profile delta(epsilon) and the
   privacy-loss distribution (a histogram when recorded, else its quantiles);
 * :func:`rate_plot`: a rate check's per-point means and medians on log-log axes, the
-  fitted slope with its interval and the theorem's slope.
+  fitted curve in its bootstrap band and the theorem's slope.
 
 matplotlib is optional (the ``plots`` extra). Figures are drawn on
 :class:`matplotlib.figure.Figure` objects, never through pyplot, so no global backend is
@@ -473,24 +473,39 @@ def _fit_of(m: Mapping[str, Any], parameter: str) -> Mapping[str, Any]:
     return m
 
 
-def rate_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
-    """Log-log panels of a rate check: means and medians per grid point, the fitted slope
-    with its interval, and the theorem's slope.
+def _floats(values: Any, size: int) -> np.ndarray | None:
+    """A recorded list as floats ("nan"/"inf" strings included), or None if absent/short."""
+    if not isinstance(values, Sequence) or isinstance(values, str) or len(values) != size:
+        return None
+    out = [num(v) for v in values]
+    return np.asarray([np.nan if v is None else v for v in out], dtype=float)
 
-    The fitted line and the band of slopes in the interval pass through the centroid of
-    the in-regime means in log-log space (where a least-squares power fit passes);
-    ``evidence["points"][i]["band"] = {"x", "lo", "hi"}`` (pointwise bootstrap band),
-    when recorded, replaces the band of slopes.
+
+def rate_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
+    """Log-log panels of a rate check: means and medians per grid point, the fitted curve
+    inside its bootstrap band, and the theorem's slope.
+
+    When the check records the fitted curve per grid point
+    (``evidence["points"][i]["fit"]``, ``["band_low"]``, ``["band_high"]``,
+    ``["log_factor"]``; see :func:`dpverify.rates.verify.curve_band`), the curve is drawn
+    through its grid points with the band shaded around it, and a log factor that varies
+    along the grid is divided out of everything drawn, as it is out of the fit, so a power
+    law is a straight line. Records without them (older reports) get the fitted slope and
+    the band of slopes its interval allows, through the centroid of the in-regime means
+    (where a least-squares power fit passes). The theorem's line passes through that
+    centroid too.
 
     Examples
     --------
     >>> chk = {"id": "r", "metrics": {"parameter": "n", "exponent": -1.0, "ci_low": -1.1,
     ...        "ci_high": -0.9, "theory": -1.0}, "evidence": {"points": [{"parameter": "n",
     ...        "values": [100, 200, 400], "x": [100, 200, 400], "in_regime": [True] * 3,
-    ...        "medians": [0.01, 0.005, 0.0025], "means": [0.011, 0.0052, 0.0026]}]}}
+    ...        "medians": [0.01, 0.005, 0.0025], "means": [0.011, 0.0052, 0.0026],
+    ...        "fit": [0.011, 0.0053, 0.0026], "band_low": [0.009, 0.0048, 0.0023],
+    ...        "band_high": [0.013, 0.006, 0.003], "log_factor": [1.0, 1.0, 1.0]}]}}
     >>> p = rate_plot(chk)
-    >>> p is None or p.id
-    'plot-rate-r'
+    >>> p is None or (p.id, "bootstrap band" in p.data)
+    ('plot-rate-r', True)
     """
     if unavailable():
         return None
@@ -500,50 +515,76 @@ def rate_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
         return None
     theory = ev.get("theory") or {}
     log_factors = " ".join(theory.get("log_factors") or [])
+    quantity = str(m.get("quantity") or theory.get("quantity") or "utility")
     k = len(points)
     fig = _figure(4.4 * k, 3.6)
     axes = np.atleast_1d(fig.subplots(1, k))
     fig.subplots_adjust(left=0.17 / k, right=1 - 0.03 / k, bottom=0.14, top=0.91,
                         wspace=0.3)
-    notes = []
+    notes, banded = [], False
     for ax, p in zip(axes, points, strict=True):
         par = str(p.get("parameter"))
         f = _fit_of(m, par)
         x = np.asarray(p.get("x") or p.get("values"), dtype=float)
-        means = np.asarray([num(v) if num(v) is not None else np.nan for v in p["means"]])
-        med = np.asarray([num(v) if num(v) is not None else np.nan
-                          for v in p.get("medians") or []])
+        means = _floats(p["means"], x.size)
+        med = _floats(p.get("medians"), x.size)
         inr = np.asarray(p.get("in_regime") or [True] * x.size, dtype=bool)
+        curve, lo_b, hi_b = (_floats(p.get(key), x.size)
+                             for key in ("fit", "band_low", "band_high"))
+        L = _floats(p.get("log_factor"), x.size)
+        # Divide the log factor out, as the fit does, only where it varies along the grid:
+        # a constant one would only rescale the axis away from the quantity's units.
+        divide = L is not None and bool(np.all(np.isfinite(L) & (L > 0))) and bool(
+            np.ptp(np.log(L)) > 1e-9)
+        scale = L if divide else np.ones(x.size)
+        means = means / scale if means is not None else np.full(x.size, np.nan)
         ok = (x > 0) & (means > 0) & np.isfinite(means)
         ax.loglog(x[ok & inr], means[ok & inr], "o", color="C0", ms=5, label="mean over seeds")
         if (ok & ~inr).any():
             ax.loglog(x[ok & ~inr], means[ok & ~inr], "o", mfc="none", color="C0", ms=5,
                       label="mean, outside the regime")
-        if med.size == x.size:
+        if med is not None:
+            med = med / scale
             okm = (med > 0) & np.isfinite(med)
             ax.loglog(x[okm], med[okm], "s", mfc="none", color="0.45", ms=4, label="median")
         sel = ok & inr
         p_hat, lo, hi, th = (num(f.get(key)) for key in ("exponent", "ci_low", "ci_high",
                                                          "theory"))
+        level = num(f.get("confidence")) or num(m.get("confidence"))
+        pct = f"{100 * level:.3g}% " if level is not None else ""
         if sel.sum() >= 2:
             lx, ly = float(np.mean(np.log(x[sel]))), float(np.mean(np.log(means[sel])))
             grid = np.geomspace(x[sel].min(), x[sel].max(), 60)
             lg = np.log(grid) - lx
-            band = p.get("band")
-            if isinstance(band, Mapping) and band.get("x"):
-                ax.fill_between(band["x"], band["lo"], band["hi"], color="C1", alpha=0.25,
-                                lw=0, label="bootstrap band")
-            elif lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi):
-                a, b = np.exp(ly + lo * lg), np.exp(ly + hi * lg)
-                ax.fill_between(grid, np.minimum(a, b), np.maximum(a, b), color="C1",
-                                alpha=0.25, lw=0, label=f"slopes in [{fmt(lo, 3)}, {fmt(hi, 3)}]")
-            if p_hat is not None and math.isfinite(p_hat):
-                ax.loglog(grid, np.exp(ly + p_hat * lg), "-", color="C1",
-                          label=f"fit, slope {fmt(p_hat, 3)}")
+            slope = f", slope {fmt(p_hat, 3)}" if p_hat is not None else ""
+            drawn = inr & (x > 0)
+            if curve is not None:
+                c = curve / scale
+                drawn &= np.isfinite(c) & (c > 0)
+            if curve is not None and drawn.sum() >= 2:
+                if lo_b is not None and hi_b is not None:
+                    lb, hb = lo_b / scale, hi_b / scale
+                    band = drawn & np.isfinite(lb) & np.isfinite(hb) & (lb > 0)
+                    if band.sum() >= 2:
+                        ax.fill_between(x[band], lb[band], hb[band], color="C1", alpha=0.25,
+                                        lw=0, label=f"{pct}bootstrap band")
+                        banded = True
+                ax.loglog(x[drawn], c[drawn], "-", color="C1", label=f"fit{slope}")
+            else:
+                if lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi):
+                    a, b = np.exp(ly + lo * lg), np.exp(ly + hi * lg)
+                    ax.fill_between(grid, np.minimum(a, b), np.maximum(a, b), color="C1",
+                                    alpha=0.25, lw=0,
+                                    label=f"slopes in [{fmt(lo, 3)}, {fmt(hi, 3)}]")
+                if p_hat is not None and math.isfinite(p_hat):
+                    ax.loglog(grid, np.exp(ly + p_hat * lg), "-", color="C1", label=f"fit{slope}")
             if th is not None and math.isfinite(th):
                 ax.loglog(grid, np.exp(ly + th * lg), "--", color="C2",
                           label=f"theorem, slope {fmt(th, 3)}")
-        if re.search(rf"\b{re.escape(par)}\b", log_factors):
+        if divide:
+            notes.append(f"the log factor {log_factors or 'L'} varies with {par} and is divided "
+                         "out of every plotted value, as out of the fit")
+        elif L is None and re.search(rf"\b{re.escape(par)}\b", log_factors):
             notes.append(f"the log factor {log_factors} varies with {par} and is not divided "
                          "out of the plotted means")
         gdp = p.get("x") is not None and p.get("values") is not None and list(
@@ -555,20 +596,27 @@ def rate_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
             ax.xaxis.set_major_formatter(FixedFormatter([f"{v:.4g}" for v in x[ok]]))
             ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(f"GDP μ of the ledger ({par} axis)" if gdp else par, fontsize=_FONT)
-        ax.set_ylabel(str(m.get("quantity") or theory.get("quantity") or "utility"),
-                      fontsize=_FONT)
+        ax.set_ylabel(f"{quantity} / ({log_factors})" if divide and log_factors
+                      else f"{quantity} / log factor" if divide else quantity, fontsize=_FONT)
         ax.set_title(f"{par}: {f.get('verdict') or check.get('verdict', '')}",
                      fontsize=_FONT + 0.5)
         _style(ax)
         ax.legend(fontsize=_FONT - 1.5)
     if str(m.get("model")) == "offset":
-        notes.append("the fit has a floor (offset model); the straight lines show its slope "
-                     "only")
+        notes.append("the fit has a floor (offset model)" + (
+            "; its curve bends toward the floor" if banded else
+            "; the straight lines show its slope only"))
     pid = plot_id("rate", str(check.get("id")))
-    caption = ("Utility against the swept parameter on log-log axes: the fitted slope "
-               "(solid), the slopes its interval allows (band) and the theorem's slope "
-               "(dashed), all through the centroid of the in-regime means."
-               + (" Note: " + "; ".join(notes) + "." if notes else ""))
+    if banded:
+        caption = ("Utility against the swept parameter on log-log axes: the fitted curve "
+                   "(solid) inside its pointwise bootstrap band (shaded; seeds resampled "
+                   "jointly across the grid, the model refitted on each resample), and the "
+                   "theorem's slope (dashed) through the centroid of the in-regime means.")
+    else:
+        caption = ("Utility against the swept parameter on log-log axes: the fitted slope "
+                   "(solid), the slopes its interval allows (band) and the theorem's slope "
+                   "(dashed), all through the centroid of the in-regime means.")
+    caption += " Note: " + "; ".join(notes) + "." if notes else ""
     return Plot(pid, f"Rate of {check.get('id')}", caption, fmt_,
                 _encode(fig, fmt_, pid, tight=True, drop_minor=False))
 
