@@ -619,7 +619,9 @@ def test_merged_reports_equal_one_run_over_both_suites(shards, tmp_path):
     assert merged["summary"] == {"checks": 4, "met": 4,
                                  "by_verdict": {"PASS": 3, "FAIL": 1, "INCONCLUSIVE": 0}}
     assert sorted(p.name for p in out.iterdir()) == ["report.md"]
-    assert "*the sound variant's ledger.*" in (out / "report.md").read_text()
+    md = (out / "report.md").read_text()
+    assert "*the sound variant's ledger.*" in md
+    assert f"Merged from the reports of 2 runs: `{a}` (2 checks, created " in md
     # Overlapping shards: the same check with the same result is kept once.
     again = merge_reports(load_reports([a, b, a]))
     assert _comparable(again) == _comparable(merged)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from dpverify.report import plots as _plots
-from dpverify.report.markdown import DISCLAIMER, regenerate_line, scale_note
+from dpverify.report.markdown import DISCLAIMER, merged_line, regenerate_line, scale_note
 from dpverify.report.paper import (
     CheckView,
     Document,
@@ -192,6 +192,7 @@ def render_html(rep: Mapping[str, Any], *, plot_format: str = "svg",
         f"{_e(s.get('met', '?'))}/{_e(s.get('checks', '?'))} checks met their expectation "
         f"(PASS {_e(bv.get('PASS', 0))}, FAIL {_e(bv.get('FAIL', 0))}, INCONCLUSIVE "
         f"{_e(bv.get('INCONCLUSIVE', 0))}).</p>",
+        *([f"<p>{_with_code(merged_line(rep))}</p>"] if rep.get("merged_from") else []),
         f'<p class="scale scale-{_e(scale)}">{_with_code(scale_note(scale).replace("**", ""))}'
         "</p>",
         f"<p>{_with_code(DISCLAIMER)}</p>",

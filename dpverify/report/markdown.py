@@ -58,13 +58,32 @@ def header_lines(rep: Mapping[str, Any]) -> list[str]:
         f"{s.get('met', '?')}/{s.get('checks', '?')} checks met their expectation "
         f"(PASS {bv.get('PASS', 0)}, FAIL {bv.get('FAIL', 0)}, "
         f"INCONCLUSIVE {bv.get('INCONCLUSIVE', 0)}).",
-        "",
+        *([merged_line(rep), ""] if rep.get("merged_from") else [""]),
         scale_note(str(rep.get("scale"))),
         "",
         DISCLAIMER,
         "",
         regenerate_line(rep),
     ]
+
+
+def merged_line(rep: Mapping[str, Any]) -> str:
+    """Which runs' reports a merged report holds (``dpverify report A B``); "" if one run.
+
+    Examples
+    --------
+    >>> rep = {"merged_from": [{"file": "a.json", "created": "t1", "checks": 2},
+    ...                        {"file": "b.json", "created": "t2", "checks": 3}]}
+    >>> print(merged_line(rep))  # doctest: +ELLIPSIS
+    Merged from the reports of 2 runs: `a.json` (2 checks, created t1), `b.json` (3 ...
+    """
+    runs = [m for m in rep.get("merged_from") or [] if isinstance(m, Mapping)]
+    if not runs:
+        return ""
+    parts = [f"`{m.get('file')}` ({m.get('checks', '?')} checks, created "
+             f"{m.get('created') or '?'}"
+             + (", other package versions" if m.get("packages") else "") + ")" for m in runs]
+    return f"Merged from the reports of {len(runs)} runs: " + ", ".join(parts) + "."
 
 
 def regenerate_line(rep: Mapping[str, Any]) -> str:
