@@ -24,7 +24,7 @@ PLUGGED = {
     "rates": ("dpverify.rates", "fit utility rate exponents against the declared theorem"),
     "agree": ("dpverify.agreement", "NumPy vs torch backend agreement"),
     "mia": ("dpverify.mia", "membership inference against a target"),
-    "report": ("dpverify.report.cli", "render a report.json as Markdown and HTML"),
+    "report": ("dpverify.report.cli", "render or merge report.json files as Markdown and HTML"),
 }
 
 
@@ -80,6 +80,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report-dir", default="reports/latest", help="where reports go")
     p.add_argument("--baseline", default=None, help="report.json to compare against")
     p.add_argument("--only", default=None, help="run only checks whose id contains this")
+    p.add_argument("--jobs", "-j", type=int, default=1,
+                   help="checks run at a time, each in its own process (default 1); results "
+                   "are the same for any value")
     add_common_options(p, suite=True)
     # None tells the runner whether --seed was given, so it can override the suites' seeds.
     p.set_defaults(seed=None)

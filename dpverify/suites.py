@@ -34,7 +34,7 @@ from typing import Any
 
 import tomllib
 
-from dpverify.checks import CheckResult, CheckSpec, RunContext, available_check_kinds, run_check
+from dpverify.checks import CheckResult, CheckSpec, RunContext, available_check_kinds
 from dpverify.claims import Verdict, check_relation
 from dpverify.errors import InputError, check_delta, check_epsilon, check_positive
 
@@ -265,21 +265,25 @@ def run_suites(
     *,
     only: str | None = None,
     on_result: Callable[[CheckResult], None] | None = None,
+    jobs: int = 1,
 ) -> SuiteRun:
-    """Run every check of ``suites`` (already validated) and collect the results."""
+    """Run every check of ``suites`` (already validated) and collect the results.
+
+    ``jobs`` checks run at a time in worker processes (see :mod:`dpverify.runner`); the
+    results, and their order, are the same for every ``jobs``.
+    """
+    from dpverify.runner import run_checks
+
     run = SuiteRun(list(suites), seed=ctx.seed, scale=ctx.scale)
+    todo = []
     for suite in suites:
         sctx = ctx
         if suite.seed is not None and ctx.extras.get("seed_from_cli") is not True:
             sctx = RunContext(**{**ctx.__dict__, "seed": suite.seed})
         run.suite_seeds.append(sctx.seed)
-        for spec in suite.checks:
-            if only and only not in spec.id:
-                continue
-            res = run_check(scaled(spec, ctx.scale), sctx)
-            run.results.append(res)
-            if on_result:
-                on_result(res)
+        todo += [(scaled(spec, ctx.scale), sctx) for spec in suite.checks
+                 if not only or only in spec.id]
+    run.results.extend(run_checks(todo, jobs=jobs, on_result=on_result))
     return run
 
 
@@ -292,6 +296,8 @@ def run_command(args: Any) -> int:
     suites = [load_suite(p) for p in discover(args.suites)]
     if args.trials is not None and args.trials <= 0:
         raise InputError(f"--trials must be a positive integer, got {args.trials}")
+    if getattr(args, "jobs", 1) is not None and getattr(args, "jobs", 1) < 1:
+        raise InputError(f"--jobs must be a positive integer, got {args.jobs}")
     # Found now rather than after every check has run and the results have nowhere to go.
     report_dir = Path(args.report_dir)
     blocked = next((p for p in (report_dir, *report_dir.parents) if p.exists()), None)
@@ -320,7 +326,8 @@ def run_command(args: Any) -> int:
 
     console.print(f"dpverify: {total} checks from {len(suites)} suite(s), seed {ctx.seed}, "
                   f"scale {ctx.scale}", highlight=False)
-    run = run_suites(suites, ctx, only=args.only, on_result=show)
+    run = run_suites(suites, ctx, only=args.only, on_result=show,
+                     jobs=getattr(args, "jobs", 1) or 1)
     regressions = compare_baseline(run, baseline) if baseline is not None else []
     paths = write_reports(run, Path(args.report_dir), regressions=regressions)
     if args.json_path:

@@ -315,10 +315,10 @@ def test_account_verdict_compares_zcdp_claims_in_rho():
 
 def test_run_report_dir_that_is_a_file_is_refused_before_running(write_suite, tmp_path, capsys,
                                                                   monkeypatch):
-    import dpverify.suites
+    import dpverify.runner
 
     ran = []
-    monkeypatch.setattr(dpverify.suites, "run_check", lambda *a: ran.append(a))
+    monkeypatch.setattr(dpverify.runner, "run_check", lambda *a: ran.append(a))
     path = write_suite(QUICK)
     blocker = tmp_path / "taken"
     blocker.write_text("a file")
