@@ -28,7 +28,8 @@ SUITE = Path(__file__).resolve().parents[1] / "suites" / "papers" / "004.toml"
 # The printed algorithms whose privacy claim the notes and findings say is broken.
 LEAKING = ("kl_spider:paper", "adaptive_noisy_gd:paper")
 PRIVACY_KINDS = ("account", "sensitivity", "audit")
-NO_QUICK_RATE = ("kl_spider:sound_kappa1p5",)
+# Algorithms whose utility theorem has a rate check for every sound variant.
+RATED = ("kl_spider", "adaptive_noisy_gd", "noisy_gd_004")
 
 
 def _checks() -> list[dict]:
@@ -69,11 +70,7 @@ def test_every_sound_variant_faces_every_kind_of_check():
                 continue
             target = f"{algo.name}:{v.name}"
             need = {"account", "sensitivity", "audit", "agree"}
-            # The utility theorems with a kappa to vary are checked at every kappa but one:
-            # KL Spider at kappa = 1.5 needs thousands of rounds per run before Theorem 1's
-            # bound is non-trivial (the suite says why, where the check would be).
-            if algo.name in ("kl_spider", "adaptive_noisy_gd") \
-                    and target not in NO_QUICK_RATE:
+            if algo.name in RATED:
                 need.add("rate")
             assert need <= by_target[target], (target, need - by_target[target])
 
@@ -94,6 +91,44 @@ def test_declared_exponents_of_the_rate_checks_follow_kappa():
             kappa = resolve(c["target"]).algorithm.params(
                 resolve(c["target"]).variant.name)["kappa"]
             assert theory == {"n": -kappa / 2}
+
+
+def test_kl_spider_exponents_in_n_d_and_rho_are_checked_at_two_kappas():
+    """Theorem 1's three exponents (n^-kappa, d^(kappa/2), rho^(-kappa/2)) at kappa = 2 and 1.5."""
+    varied = defaultdict(set)
+    for c in _checks():
+        if c["kind"] == "rate" and c["target"].startswith("kl_spider:"):
+            varied[c["target"]].add(c["options"]["vary"])
+    for target in ("kl_spider:sound", "kl_spider:sound_kappa1p5"):
+        assert varied[target] == {"n", "d", "rho"}, (target, varied[target])
+
+
+def test_main_term_check_of_theorem_4_lies_in_its_regime_at_every_grid_point():
+    """Theorem 4's main term dominates only where d >= (n sqrt(rho))^(kappa/2); the check
+    that claims to test it must sit there at every n, not only on average."""
+    from dpverify.rates.theory import Theory
+
+    (c,) = [c for c in _checks() if c["id"].endswith("rate.n.main")]
+    t = resolve(c["target"])
+    theory = Theory.from_claim(t.variant.utility)
+    assert theory.exponent("n") == pytest.approx(-2 * 1.5 / (4 - 1.5))
+    for n in c["options"]["values"]:
+        p = t.algorithm.params(t.variant.name, {**c["params"], "n": n})
+        assert theory.in_regime(p), (n, p["d"], p["rho"])
+
+
+def test_rate_checks_pin_what_the_thorough_scale_would_change():
+    """--scale thorough raises seeds only: every rate check's fixed sizes are the same at
+    both scales (the algorithms' thorough defaults would otherwise raise n or T_in)."""
+    for c in _checks():
+        if c["kind"] != "rate":
+            continue
+        t = resolve(c["target"])
+        vary = c["options"]["vary"]
+        quick = t.algorithm.params(t.variant.name, c.get("params", {}), "quick")
+        thorough = t.algorithm.params(t.variant.name, c.get("params", {}), "thorough")
+        changed = {k for k in quick if quick[k] != thorough[k]} - {vary}
+        assert not changed, (c["id"], changed)
 
 
 def test_opposed_pair_moves_a_mean_gradient_by_twice_the_add_remove_sensitivity():
