@@ -143,12 +143,8 @@ def _claim(p: Mapping[str, Any]) -> PrivacyClaim:
 # Bassily, Smith and Thakurta 2014, Theorem 2.4 (strongly convex case): excess empirical
 # risk O(L^2 d log(1/delta) / (lam n^2 epsilon^2)) up to log n factors, once T is large
 # enough for the optimisation error to fall below the noise.
-NOISY_GD_UTILITY = UtilityClaim(
-    quantity="excess_risk",
-    exponents={"n": -2.0, "d": 1.0, "epsilon": -2.0},
-    log_factors=("log(1/delta)",),
-    sided="upper",
-    regime=("n*epsilon >= sqrt(d)",),
+NOISY_GD_UTILITY = UtilityClaim.private_rate(
+    "excess_risk", 2, regime=("n*epsilon >= sqrt(d)",),
     source="Bassily, Smith, Thakurta 2014, Theorem 2.4",
 )
 

@@ -143,6 +143,38 @@ class UtilityClaim:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def private_rate(cls, quantity: str, power: float, *, extra_log_factors: tuple[str, ...] = (),
+                     sided: str = "upper", regime: tuple[str, ...] = (),
+                     source: str = "") -> UtilityClaim:
+        """The usual shape of a private rate: ``(sqrt(d log(1/delta)) / (n eps))**power``.
+
+        Exponents ``n: -power``, ``d: power/2``, ``epsilon: -power``, and the factor
+        ``log(1/delta)**(power/2)`` (after ``extra_log_factors``, e.g. ``"log(n)"``), so the
+        papers' claims of this shape are written once.
+
+        Examples
+        --------
+        >>> u = UtilityClaim.private_rate("grad_norm", 2 / 3, source="paper 000, Theorem 2")
+        >>> u.exponents, u.log_factors
+        ({'n': -0.6666666666666666, 'd': 0.3333333333333333, 'epsilon': -0.6666666666666666}, \
+('log(1/delta)**(1/3)',))
+        """
+        p = float(power)
+        if not math.isfinite(p) or p <= 0:
+            raise InputError(f"power must be a positive finite number, got {power!r}")
+        log_delta = "log(1/delta)" if p == 2 else f"log(1/delta)**({_ratio(p / 2)})"
+        return cls(quantity, {"n": -p, "d": p / 2, "epsilon": -p},
+                   (*extra_log_factors, log_delta), sided, regime, source)
+
+
+def _ratio(x: float) -> str:
+    """``x`` as a small fraction when it is one (``1/3``), else as a float."""
+    from fractions import Fraction
+
+    f = Fraction(x).limit_denominator(24)
+    return str(f) if abs(float(f) - x) < 1e-12 else repr(x)
+
 
 @dataclass(frozen=True)
 class Finding:

@@ -89,11 +89,8 @@ def _gd_run(*, sound: bool) -> RunFn:
     return run
 
 
-GD_PL_UTILITY = UtilityClaim(
-    quantity="excess_risk",
-    exponents={"n": -2.0, "d": 1.0, "epsilon": -2.0},
-    log_factors=("log(n)**2", "log(1/delta)"),
-    sided="upper",
+GD_PL_UTILITY = UtilityClaim.private_rate(
+    "excess_risk", 2, extra_log_factors=("log(n)**2",),
     regime=("lam > 0",),  # F satisfies PL through the l2 term (mu = lam)
     source="paper 002, Theorem 6.2",
 )
@@ -102,11 +99,8 @@ GD_PL_UTILITY = UtilityClaim(
 # (n eps)). The harness's "grad_norm" metric is the norm itself, so the claim declared here
 # is the one that follows by Jensen, E ||grad F|| <= sqrt(E ||grad F||^2): every exponent
 # and log factor halved.
-GD_NONCONVEX_UTILITY = UtilityClaim(
-    quantity="grad_norm",
-    exponents={"n": -0.5, "d": 0.25, "epsilon": -0.5},
-    log_factors=("log(1/delta)**0.25",),
-    sided="upper",
+GD_NONCONVEX_UTILITY = UtilityClaim.private_rate(
+    "grad_norm", 0.5,
     regime=(),  # f G-Lipschitz and L-smooth: true of the sigmoid loss by construction
     source="paper 002, Theorem 6.3",
 )
@@ -181,11 +175,8 @@ def _sgd_run(*, sound: bool) -> RunFn:
     return run
 
 
-SGD_UTILITY = UtilityClaim(
-    quantity="excess_risk",
-    exponents={"n": -2.0, "d": 1.0, "epsilon": -2.0},
-    log_factors=("log(n)**2", "log(1/delta)"),
-    sided="upper",
+SGD_UTILITY = UtilityClaim.private_rate(
+    "excess_risk", 2, extra_log_factors=("log(n)**2",),
     regime=("T >= n**2", "batch == 1", "lam > 0"),  # Bassily et al.: n^2 steps of batch 1
     source="paper 002, Table 1 (row [6], Bassily, Smith, Thakurta 2014)",
 )

@@ -141,22 +141,16 @@ _DEFAULTS = {
     "clip": None, "snapshot_share": 0.5,
 }
 
-SVRG_UTILITY = UtilityClaim(
-    quantity="excess_risk",
-    exponents={"n": -2.0, "d": 1.0, "epsilon": -2.0},
-    log_factors=("log(n)", "log(1/delta)"),
-    sided="upper",
+SVRG_UTILITY = UtilityClaim.private_rate(
+    "excess_risk", 2, extra_log_factors=("log(n)",),
     # Thm 4.2 needs F^r strongly convex (here mu = lam). The condition eps <= c1 T m / n^2
     # belongs to the privacy theorem 4.1, not to this utility bound, and c1 is unknown.
     regime=("lam > 0",),
     source="paper 002, Theorem 4.2",
 )
 
-SVRG_PP_UTILITY = UtilityClaim(
-    quantity="excess_risk",
-    exponents={"n": -1.0, "d": 0.5, "epsilon": -1.0},
-    log_factors=("sqrt(log(1/delta))",),
-    sided="upper",
+SVRG_PP_UTILITY = UtilityClaim.private_rate(
+    "excess_risk", 1,
     regime=(),  # eps <= c1 2^T m / n^2 is Thm 4.3's (privacy) condition, not Thm 4.4's
     source="paper 002, Theorem 4.4",
 )
