@@ -29,7 +29,7 @@ SUITE = Path(__file__).resolve().parents[1] / "suites" / "papers" / "004.toml"
 LEAKING = ("kl_spider:paper", "adaptive_noisy_gd:paper")
 PRIVACY_KINDS = ("account", "sensitivity", "audit")
 # Algorithms whose utility theorem has a rate check for every sound variant.
-RATED = ("kl_spider", "adaptive_noisy_gd", "noisy_gd_004")
+RATED = ("kl_spider", "adaptive_noisy_gd", "noisy_gd_004", "prox_point_004")
 
 
 def _checks() -> list[dict]:
