@@ -310,3 +310,25 @@ def test_same_code_runs_on_torch():
         a, _ = run_target(t, p, problem, trials=2, rng=1)
         b, _ = run_target(t, p, problem, trials=2, rng=1, backend="torch")
         np.testing.assert_allclose(np.asarray(a), b.cpu().numpy(), atol=1e-9)
+
+
+# The reduced settings the suite's rate checks run at (suites/papers/004.toml): a faster
+# schedule pace for KL Spider, and huge rho with d >= (n sqrt(rho))^0.75 for Theorem 4's
+# main term, and Algorithm 2 with Algorithm 4 capped at 10 inner steps. Each must stay
+# within its claim, since the rates are only meaningful for the private algorithm.
+@pytest.mark.parametrize("target, params", [
+    ("kl_spider:sound_kappa1p5", {"n": 125, "d": 128, "rho": 4096.0, "c_K": 2.0}),
+    ("adaptive_noisy_gd:sound_kappa1p5", {"n": 4, "d": 2000, "rho": 2.0**28}),
+    ("prox_point_004:sound", {"n": 125, "rho": 4.0, "T_in_max": 10}),
+])
+def test_rate_check_settings_stay_within_the_claim(target, params):
+    _, cur, problem, p = _run(target, 2, params)
+    rho = zcdp_of_ledger(cur.ledger)
+    assert rho is not None and rho <= p["rho"] * (1 + 1e-9)
+    if target.startswith("kl_spider"):
+        # c_K = 2 still makes rounds with difference queries (T_k > 1).
+        s = spider_schedule(p, constants(problem), p["n"], p["d"], integer_T=True)
+        assert s.T.max() > 1 and s.K < 200
+        assert any(r.name == "grad_diff" for r in cur.ledger)
+    for f in filters_of(cur.ledger):
+        assert float(np.max(f.spent)) <= f.budget * (1 + 1e-9)
