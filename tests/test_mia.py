@@ -30,8 +30,10 @@ from dpverify.mia import (
     auc_lower_bound,
     draw_membership,
     fit_lira,
+    heldout_pool,
     make_pool,
     membership_inference,
+    pool_membership,
     roc_auc,
     scores,
     tpr_at_fpr,
@@ -189,6 +191,51 @@ def test_pool_layouts() -> None:
     with pytest.raises(InputError, match="record kind"):
         make_pool(D, size=3, records="nonfinite", relation="add_remove",
                   rng=np.random.default_rng(0))
+
+
+def test_heldout_pool_layout() -> None:
+    D, _ = synthetic_classification(40, 3, np.random.default_rng(0))
+    H, _ = synthetic_classification(12, 3, np.random.default_rng(5))
+    p = heldout_pool(D, H, size=6, rng=np.random.default_rng(1))
+    assert (p.m, p.replacements, p.base.n) == (12, None, 34)
+    assert p.fixed.tolist() == [True] * 6 + [False] * 6
+    # every trial trains on all of D; no held-out record is ever in
+    assert p.dataset(p.fixed).n == 40
+    j, M = pool_membership(np.random.default_rng(2), 50, p, "poisson")
+    assert (M == p.fixed).all() and j.min() >= 0 and j.max() < 12
+    held = {tuple(x) for x in H.X}
+    assert all(tuple(x) in held for x in p.targets.X[6:])
+    with pytest.raises(InputError, match="held-out"):
+        heldout_pool(D, H, size=20, rng=np.random.default_rng(0))
+
+
+def mislabelled_copies(problem, rng):
+    """Held-out records from another distribution: the training records, labels flipped."""
+    return Dataset(problem.data.X, -problem.data.y)
+
+
+@pytest.mark.statistical
+def test_heldout_nonmembers_measure_a_shift_not_membership() -> None:
+    """Non-members from a shifted set: the loss attack separates them from members whatever
+    the noise (AUC ~0.9 on a sound model), and its AUC lower bound crosses a small claim's
+    ceiling, while the DP game on the same model stays below it. The heldout FAIL has
+    probability > 0.999 at this size (AUC lower bound at alpha 0.005 over ~210 pairs; the
+    measured AUC is ~0.9 against a ceiling of 0.525); the game's PASS fails with
+    probability <= alpha = 0.01 (the check's own guarantee for a sound target)."""
+    opts = dict(trials=300, attack="loss", pool=8, params=SMALL, accountant=False,
+                confidence=0.99, epsilon=0.1)
+    shifted = membership_inference("dp_sgd:sound",
+                                   nonmembers=f"{HERE}:mislabelled_copies", **opts)
+    assert shifted.design == "heldout" and shifted.details["nonmembers"].endswith("copies")
+    assert shifted.auc > 0.8 and shifted.verdict == Verdict.FAIL
+    assert "not the DP game" in shifted.message()
+    game = membership_inference("dp_sgd:sound", **opts)
+    assert game.verdict == Verdict.PASS and game.auc < shifted.auc
+    with pytest.raises(InputError, match="records"):
+        membership_inference("dp_sgd:sound", nonmembers=f"{HERE}:mislabelled_copies",
+                             records="outlier", **opts)
+    with pytest.raises(InputError, match="nonmembers"):
+        membership_inference("dp_sgd:sound", nonmembers="testset", **opts)
 
 
 @pytest.mark.statistical

@@ -165,7 +165,7 @@ DP_DOUBLE_SPIDER = Algorithm(
     description="DP Double-SPIDER: two noisy SPIDER estimators (dual variable eta and model "
                 "x) on the psi-divergence DRO dual",
     make_problem=make_dual_problem,
-    defaults={**_DUAL_DEFAULTS, "q": None, "epochs": 3, "batch": None,
+    defaults={**_DUAL_DEFAULTS, "q": None, "epochs": 3, "T_per_n": None, "batch": None,
               "clip_eta": None, "clip_x": None},
     variants={
         "sound": Variant(

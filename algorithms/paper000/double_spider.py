@@ -105,22 +105,31 @@ def spider_schedule(p: Mapping[str, Any], n: int, d: int) -> tuple[int, int, int
     """(q, T, N): epoch length, iterations and increment batch size.
 
     q = ceil((n eps / sqrt(d log(1/delta)))^(2/3)) (Theorem 7, line 480) unless given;
-    T = ``epochs`` q (Theorem 7's T = n0 q >= 6 n c0 (L(x0, eta0) - inf L) is Theta(n)
-    epochs; set ``epochs`` for it); N2 = N4 = ``batch`` or q, the Theta(q) of Theorem 7
-    (its other terms' constants exceed n at these sizes), capped at n.
+    T = ``epochs`` q, or with ``T_per_n`` the smallest multiple of q at least
+    ``T_per_n`` n (Theorem 7's T = n0 q >= 6 n c0 (L(x0, eta0) - inf L) is Theta(n)
+    whatever epsilon; its constant 6 c0 (L(x0, eta0) - inf L) is at most 12 here);
+    N2 = N4 = ``batch`` or q, the Theta(q) of Theorem 7 (its other terms' constants exceed
+    n at these sizes), capped at n.
 
     Examples
     --------
     >>> spider_schedule({"epsilon": 1.0, "delta": 1e-3, "q": None, "epochs": 3,
     ...                  "batch": None}, 500, 5)
     (20, 60, 20)
+    >>> spider_schedule({"epsilon": 1.0, "delta": 1e-3, "q": None, "epochs": 3,
+    ...                  "T_per_n": 2, "batch": None}, 500, 5)
+    (20, 1000, 20)
     """
     eps, delta = float(p["epsilon"]), float(p["delta"])
     q = p.get("q")
     if q is None:
         q = math.ceil((n * eps / math.sqrt(d * math.log(1.0 / delta))) ** (2.0 / 3.0))
     q = max(1, int(q))
-    T = q * max(1, int(p["epochs"]))
+    per_n = p.get("T_per_n")
+    # Theorem 7's T = n0 q >= 6 n c0 (L(x0, eta0) - inf L) is Theta(n) whatever epsilon;
+    # T_per_n sets that n-proportional schedule with a constant of our choosing.
+    epochs = int(p["epochs"]) if per_n is None else math.ceil(float(per_n) * n / q)
+    T = q * max(1, epochs)
     N = p.get("batch")
     N = min(n, max(1, int(q if N is None else N)))
     return q, T, N

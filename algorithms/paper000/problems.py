@@ -68,14 +68,44 @@ def imbalanced_groups(n: int, d: int, rng: np.random.Generator, *,
         w_min = other / np.linalg.norm(other)
     else:
         w_min = -w_maj
+    data = _group_records(group, w_maj, w_min, rng)
+    return data, {"group": group, "w_majority": w_maj, "w_minority": w_min}
+
+
+def _group_records(group: np.ndarray, w_maj: np.ndarray, w_min: np.ndarray,
+                   rng: np.random.Generator) -> Dataset:
+    n, d = group.size, w_maj.size
     A = rng.standard_normal((n, d)) / math.sqrt(d)
     A[group == 1] += 0.5 * w_min
     nrm = np.linalg.norm(A, axis=1, keepdims=True)
     A *= np.where(nrm > 1.0, (1.0 - 1e-15) / nrm, 1.0)  # ||a|| <= 1 exactly, after rounding
     w = np.where(group[:, None] == 1, w_min[None, :], w_maj[None, :])
     logits = 4.0 * np.sum(A * w, axis=1) + 0.5 * rng.standard_normal(n)
-    y = np.where(logits >= 0, 1.0, -1.0)
-    return Dataset(A, y), {"group": group, "w_majority": w_maj, "w_minority": w_min}
+    return Dataset(A, np.where(logits >= 0, 1.0, -1.0))
+
+
+def balanced_test_set(problem: Problem, rng: np.random.Generator) -> Dataset:
+    """A held-out test set of the problem's two groups, balanced as the paper's test splits.
+
+    Same group directions as the training records (``problem.info``), but half the records
+    in the minority group, as MNIST-ST's balanced test split (imratio 0.5, Sec. 5) against
+    its imbalanced training set; n records. The ``nonmembers`` source of the membership
+    check that reproduces Table 2's protocol (non-members from the test set).
+
+    Examples
+    --------
+    >>> p = make_dual_problem({"n": 40, "d": 2, "divergence": "kl", "dro_lambda": 0.5},
+    ...                       np.random.default_rng(0))
+    >>> T = balanced_test_set(p, np.random.default_rng(1))
+    >>> T.n, T.d
+    (40, 2)
+    """
+    info = problem.info
+    n = problem.data.n
+    group = np.zeros(n, dtype=int)
+    group[rng.choice(n, size=n // 2, replace=False)] = 1
+    return _group_records(group, np.asarray(info["w_majority"]),
+                          np.asarray(info["w_minority"]), rng)
 
 
 def _losses(loss: Any, data: Dataset, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -39,7 +39,9 @@ from dpverify.mia.game import (
     Observations,
     Pool,
     draw_membership,
+    heldout_pool,
     make_pool,
+    pool_membership,
 )
 
 __all__ = [
@@ -56,9 +58,11 @@ __all__ = [
     "configure_parser",
     "draw_membership",
     "fit_lira",
+    "heldout_pool",
     "make_pool",
     "membership_inference",
     "mia_check",
+    "pool_membership",
     "resolve_attacks",
     "roc_auc",
     "run_command",

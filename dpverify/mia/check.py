@@ -15,6 +15,7 @@ A suite entry::
     design = "poisson"         # poisson | single
     pool = 16
     records = "data"           # data | outlier | clip_boundary | fresh_direction
+    nonmembers = "pool"        # pool | module:function (held-out records: not the DP game)
     confidence = 0.95
 
 FAIL when the attack's evidence exceeds what the claim allows at the stated confidence
@@ -32,7 +33,8 @@ from dpverify.errors import InputError
 from dpverify.mia.core import DEFAULT_TRIALS, membership_inference
 
 OPTIONS = {"epsilon", "delta", "trials", "attack", "design", "pool", "records", "confidence",
-           "splits", "statistic", "data", "auc_test", "relation", "block_size", "accountant"}
+           "splits", "statistic", "data", "nonmembers", "auc_test", "relation", "block_size",
+           "accountant"}
 
 
 def options_for(spec_options: Mapping[str, Any], ctx: RunContext,

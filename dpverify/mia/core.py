@@ -43,7 +43,14 @@ from dpverify.errors import InputError, check_positive, check_probability
 from dpverify.execution import seed_streams
 from dpverify.mia import attacks as atk
 from dpverify.mia import bounds
-from dpverify.mia.game import DESIGNS, Observations, make_pool, play_callable, play_registered
+from dpverify.mia.game import (
+    DESIGNS,
+    Observations,
+    heldout_pool,
+    make_pool,
+    play_callable,
+    play_registered,
+)
 from dpverify.registry import load_callable
 
 if TYPE_CHECKING:
@@ -54,6 +61,8 @@ if TYPE_CHECKING:
 SEED_POOL, SEED_GAME, SEED_DATA = 5, 6, 7
 
 DEFAULT_TRIALS = 4000
+# The design label of a game whose non-members are held out (not drawn per trial).
+HELDOUT = "heldout"
 DEFAULT_POOL = 16
 FPRS = (0.001, 0.01)
 # Shadow, select and test fractions of the trials.
@@ -139,6 +148,14 @@ class MiaResult:
                 f"{self.auc:.4g} (ceiling {self.auc_ceiling:.4g}), epsilon_lower "
                 f"{self.epsilon_lower:.4g} vs claimed {self.epsilon_claimed:.4g} at "
                 f"delta={self.delta:g}, confidence {self.confidence:g}")
+        if self.design == HELDOUT:
+            # Not the DP game: the attack may separate two distributions, not members.
+            return (f"{head}: non-members held out ({self.details.get('nonmembers')}), so "
+                    f"this is not the DP game; "
+                    + (f"above the DP ceiling ({'; '.join(what)}): the attack separates "
+                       "the training records from the held-out ones, which a shift "
+                       "between the two explains without any membership leak"
+                       if what else "within the DP ceilings"))
         if what:
             return f"{head}: proven violation ({'; '.join(what)})"
         return f"{head}: no evidence of violation at level {1 - self.confidence:.3g}"
@@ -167,6 +184,20 @@ def _population(setup: Any, data: str | Dataset | None, seed: int) -> Dataset:
         raise
     except Exception as e:
         raise InputError(f"data function {data} raised {type(e).__name__}: {e}") from e
+    return as_dataset(obj)
+
+
+def _heldout(spec: str, source: Any, rng: np.random.Generator) -> Dataset:
+    """Held-out non-member records from a user's ``module:function`` ``f(source, rng)``."""
+    if ":" not in str(spec):
+        raise InputError(f"nonmembers must be 'pool' or module:function, got {spec!r}")
+    fn = load_callable(str(spec))
+    try:
+        obj = fn(source, rng)
+    except InputError:
+        raise
+    except Exception as e:
+        raise InputError(f"nonmembers function {spec} raised {type(e).__name__}: {e}") from e
     return as_dataset(obj)
 
 
@@ -199,6 +230,7 @@ def membership_inference(
     splits: Sequence[float] | None = None,
     statistic: str = "auto",
     data: str | Dataset | None = None,
+    nonmembers: str = "pool",
     auc_test: bool = True,
     params: Mapping[str, Any] | None = None,
     seed: int = 0,
@@ -243,6 +275,15 @@ def membership_inference(
     data
         For a callable: ``"synthetic"`` (default; ``n`` and ``d`` from ``params``) or
         ``module:function`` returning the records (a Dataset or ``(X, y)``).
+    nonmembers
+        Where non-members come from: ``"pool"`` (default: the DP game above, every target
+        in or out by a coin flip) or ``module:function`` called as ``f(source, rng)``
+        with the target's :class:`~dpverify.registry.Problem` (a registered target) or
+        its records (a callable), returning held-out records such as a test set: then
+        ``pool`` training records are members in every trial, ``pool`` held-out records
+        never are (:func:`~dpverify.mia.game.heldout_pool`, design ``"heldout"``). That
+        is the protocol of attacks scored on a test set; it is not the DP game, and an
+        AUC above the ceiling then shows a shift between the two sets, not a leak.
     auc_test
         Also test the AUC against the claim's ceiling (each test then at alpha / 2).
     params, seed, scale, relation, backend
@@ -278,8 +319,17 @@ def membership_inference(
         raise InputError(f"design must be one of {DESIGNS}, got {design!r}")
     population = setup.problem.data if setup.registered else _population(setup, data, seed)
     pool_rng = np.random.default_rng(seed_streams(seed, SEED_POOL + 1)[SEED_POOL])
-    the_pool = make_pool(population, size=pool, records=records, relation=setup.relation,
-                         rng=pool_rng)
+    if nonmembers == "pool":
+        the_pool = make_pool(population, size=pool, records=records,
+                             relation=setup.relation, rng=pool_rng)
+    else:
+        if records != "data":
+            raise InputError("held-out non-members need records = 'data' (members are "
+                             f"training records), got {records!r}")
+        held = _heldout(nonmembers, setup.problem if setup.registered else population,
+                        pool_rng)
+        the_pool = heldout_pool(population, held, size=pool, rng=pool_rng)
+        design = HELDOUT
 
     if splits is None:
         splits = LIRA_SPLITS if "lira" in names else LOSS_SPLITS
@@ -361,6 +411,7 @@ def membership_inference(
     details = {
         "pool": the_pool.m,
         "records": records,
+        "nonmembers": nonmembers,
         "relation": setup.relation,
         "split": [n_shadow, n_select, n_test],
         "attacks": per_attack,

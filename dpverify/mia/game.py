@@ -60,6 +60,8 @@ class Pool:
     base: Dataset
     replacements: Dataset | None = None
     records: str = "data"
+    # Membership of each target in every trial when it is not drawn (held-out non-members).
+    fixed: np.ndarray | None = None
 
     @property
     def m(self) -> int:
@@ -137,6 +139,62 @@ def make_pool(data: Dataset, *, size: int, records: str, relation: str,
         replacements = Dataset(rest_X[:size], rest_y[:size])
         rest_X, rest_y = rest_X[size:], rest_y[size:]
     return Pool(targets, Dataset(rest_X, rest_y), replacements, records)
+
+
+def heldout_pool(data: Dataset, heldout: Dataset, *, size: int,
+                 rng: np.random.Generator) -> Pool:
+    """Members from ``data``, non-members from ``heldout`` (e.g. a test set): not the DP game.
+
+    The ``size`` member targets are records of the training data, in every trial; the
+    ``size`` non-member targets are records of ``heldout``, in none. Every trial trains on
+    all of ``data``. This is the protocol of attacks that take a test set as non-members:
+    when ``heldout`` follows another distribution than ``data`` (a balanced test set for an
+    imbalanced training set), the attack can tell the two apart by that shift alone, so its
+    AUC says nothing about membership, and the DP ceilings do not apply to it.
+
+    Examples
+    --------
+    >>> from dpverify.data import synthetic_classification
+    >>> D, _ = synthetic_classification(50, 3, np.random.default_rng(0))
+    >>> H, _ = synthetic_classification(20, 3, np.random.default_rng(1))
+    >>> p = heldout_pool(D, H, size=8, rng=np.random.default_rng(2))
+    >>> p.m, p.base.n, int(p.fixed.sum()), p.dataset(p.fixed).n
+    (16, 42, 8, 50)
+    """
+    size = int(size)
+    if size < 1:
+        raise InputError(f"the pool needs at least one target record, got {size}")
+    if heldout.d != data.d:
+        raise InputError(f"held-out records have {heldout.d} features, the data {data.d}")
+    if data.n < size + 1 or heldout.n < size:
+        raise InputError(f"a held-out pool of {size} needs at least {size + 1} data records "
+                         f"and {size} held-out ones, got {data.n} and {heldout.n}")
+    order = rng.permutation(data.n)
+    pick = rng.choice(heldout.n, size=size, replace=False)
+    X, y = data.X[order], data.y[order]
+    targets = Dataset(np.concatenate([X[:size], heldout.X[pick]]),
+                      np.concatenate([y[:size], heldout.y[pick]]))
+    fixed = np.concatenate([np.ones(size, bool), np.zeros(size, bool)])
+    return Pool(targets, Dataset(X[size:], y[size:]), None, "heldout", fixed)
+
+
+def pool_membership(rng: np.random.Generator, trials: int, pool: Pool,
+                    design: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`draw_membership` for a pool, or its fixed membership (a held-out pool).
+
+    Examples
+    --------
+    >>> from dpverify.data import synthetic_classification
+    >>> D, _ = synthetic_classification(30, 2, np.random.default_rng(0))
+    >>> p = heldout_pool(D, D, size=3, rng=np.random.default_rng(1))
+    >>> j, M = pool_membership(np.random.default_rng(2), 4, p, "poisson")
+    >>> M.sum(axis=1).tolist()
+    [3, 3, 3, 3]
+    """
+    if pool.fixed is None:
+        return draw_membership(rng, trials, pool.m, design)
+    j = rng.integers(pool.m, size=trials)
+    return j, np.broadcast_to(pool.fixed, (trials, pool.m)).copy()
 
 
 def draw_membership(rng: np.random.Generator, trials: int, m: int,
@@ -353,8 +411,7 @@ class MembershipBlock:
         from dpverify.registry import resolve
 
         game_ss, run_ss = ss.spawn(2)
-        m = self.pool.m
-        j, M = draw_membership(np.random.default_rng(game_ss), k, m, self.design)
+        j, M = pool_membership(np.random.default_rng(game_ss), k, self.pool, self.design)
         data = self.pool.slots()
         cur = MembershipCurator(data, self.pool.slot_mask(M), trials=k, rng=run_ss,
                                 backend=self.backend, n_public=self.problem.data.n)
@@ -407,7 +464,7 @@ def play_callable(setup: AuditSetup, pool: Pool, *, trials: int, design: str,
 
     game_ss, run_ss = seed.spawn(2)
     m = pool.m
-    j, M = draw_membership(np.random.default_rng(game_ss), trials, m, design)
+    j, M = pool_membership(np.random.default_rng(game_ss), trials, pool, design)
     rows, inverse = np.unique(M, axis=0, return_inverse=True)
     inverse = inverse.ravel()
     stat = resolve_statistic(statistic, None)
