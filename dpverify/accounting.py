@@ -204,6 +204,13 @@ def epsilon_of_event(
     4.377
     """
     rel = _RELATIONS[check_relation(relation)]
+    if accountant == "pld" and type(event) is dpa.GaussianDpEvent and event.noise_multiplier > 0:
+        # A lone Gaussian (every unsampled history, once merged) has a closed form, the
+        # analytic Gaussian mechanism (Balle and Wang 2018, Theorem 8): exact, and instant
+        # where a PLD of a small multiplier needs a fine grid over a wide support. PLD reads a
+        # REPLACE_ONE multiplier relative to half the distance (see _multiplier_scale).
+        scale = _multiplier_scale(check_relation(relation), "pld")
+        return float(dpa.get_epsilon_gaussian(event.noise_multiplier / scale, delta))
     if accountant == "pld":
         acc = PLDAccountant(neighboring_relation=rel, value_discretization_interval=1e-4)
     elif accountant == "rdp":

@@ -449,3 +449,15 @@ def test_accounting_refuses_a_delta_outside_the_unit_interval(delta):
 def test_unknown_accountant_is_an_input_error():
     with pytest.raises(InputError, match="accountant"):
         epsilon_of_event(dpa.GaussianDpEvent(1.0), 1e-5, accountant="moments")
+
+
+@pytest.mark.parametrize("relation", ["add_remove", "replace_one"])
+@pytest.mark.parametrize("mult", [0.3, 1.0, 3.0, 20.0])
+def test_lone_gaussian_closed_form_equals_the_pld(relation, mult):
+    """The closed form taken for a lone Gaussian is what dp_accounting's PLD computes."""
+    from dp_accounting.pld import PLDAccountant
+
+    ev = dpa.GaussianDpEvent(mult)
+    pld = PLDAccountant(neighboring_relation=accounting._RELATIONS[relation],
+                        value_discretization_interval=1e-4).compose(ev).get_epsilon(1e-5)
+    assert accounting.epsilon_of_event(ev, 1e-5, relation) == pytest.approx(pld, rel=1e-6)
