@@ -12,6 +12,9 @@ every check:
   the declared sensitivity (sensitivity checks, white-box audits);
 * agreement: the same noise stream on two backends.
 
+The exponential mechanism (:meth:`Curator.exponential`) is a release too: its query returns a
+score vector per trial and the answer is the index the curator selects.
+
 A query is a function ``query(X, y, w) -> array (trials, ...)`` of the records ``X``
 (slots, d), labels ``y`` (slots,) and per-trial record weights ``w`` (trials, slots): 0 for
 a record outside the batch, 1 inside (a count under sampling with replacement).
@@ -64,10 +67,10 @@ class Release:
 
     index: int
     name: str
-    mechanism: str  # "gaussian" | "laplace" | "exact"
+    mechanism: str  # "gaussian" | "laplace" | "exponential" | "exact"
     sensitivity: float | None  # declared, in ``norm``
-    norm: str | None  # "l2" | "l1"
-    noise: float  # Gaussian standard deviation, or Laplace scale
+    norm: str | None  # "l2" | "l1" | "linf"
+    noise: float  # Gaussian standard deviation, Laplace scale, or Gumbel scale 2 Delta / eps
     sampling: str
     rate: float
     batch_size: int | None
@@ -81,6 +84,7 @@ class Release:
     value_out: np.ndarray | None = field(default=None, repr=False)
     included: np.ndarray | None = field(default=None, repr=False)
     answer: np.ndarray | None = field(default=None, repr=False)
+    epsilon: float | None = None  # pure DP parameter of an exponential release
 
     @property
     def noise_multiplier(self) -> float:
@@ -93,12 +97,26 @@ class Release:
 
     @property
     def true_difference(self) -> np.ndarray | None:
-        """||q(D) - q(D')|| per trial in the declared norm, when replayed."""
+        """||q(D) - q(D')|| per trial in the declared norm, when replayed.
+
+        An exponential release's options that a trial does not offer (score -inf in both
+        worlds) differ by 0; elsewhere a non-finite value gives a non-finite difference.
+
+        Examples
+        --------
+        >>> r = Release(0, "u", "exponential", 1.0, "linf", 2.0, "full", 1.0, 3, 3, 0, (3,))
+        >>> r.value_D = np.array([[0.0, -np.inf, 1.0]])
+        >>> r.value_D_prime = np.array([[0.5, -np.inf, -1.0]])
+        >>> r.true_difference.tolist()
+        [2.0]
+        """
         if self.value_D is None or self.value_D_prime is None:
             return None
-        diff = self.value_D - self.value_D_prime
-        ordr = 1 if self.norm == "l1" else 2
         with np.errstate(invalid="ignore"):
+            diff = self.value_D - self.value_D_prime
+            if self.mechanism == "exponential":
+                diff = np.where(self.value_D == self.value_D_prime, 0.0, diff)
+            ordr = {"l1": 1, "linf": np.inf}.get(self.norm or "l2", 2)
             return np.linalg.norm(diff, ord=ordr, axis=1)
 
     def summary(self) -> dict[str, Any]:
@@ -116,6 +134,7 @@ class Release:
             "dataset_size": self.dataset_size,
             "step": self.step,
             "shape": list(self.shape),
+            "epsilon": self.epsilon,
         }
 
 
@@ -459,6 +478,74 @@ class Curator:
         """A non-private answer. The accountant reports epsilon = inf for any run using it."""
         return self._release(name, query, "exact", None, None, 0.0, batch)
 
+    def exponential(
+        self,
+        name: str,
+        scores_query: Query,
+        *,
+        sensitivity: float,
+        epsilon: float,
+        batch: Batch | None = None,
+    ) -> np.ndarray:
+        """Select one option per trial with probability proportional to exp(eps u / (2 Delta)).
+
+        ``scores_query`` returns the scores u, shape (trials, options); ``sensitivity`` is
+        their declared l-infinity bound Delta (no score moves by more between neighbours),
+        and the selection is then ``epsilon``-DP (McSherry and Talwar 2007, Theorem 6). The
+        index is drawn by Gumbel-max, argmax_j (eps u_j / (2 Delta) + G_j) with standard
+        Gumbel G_j from the curator's stream: exact, and free of the overflow of
+        normalising exp(eps u / (2 Delta)). An option a trial does not offer has score
+        -inf; a NaN score is never selected (the sensitivity check still sees it).
+
+        Returns
+        -------
+        numpy.ndarray
+            The selected index per trial, shape (trials,), on every backend.
+
+        Examples
+        --------
+        >>> from dpverify.data import Dataset
+        >>> cur = Curator(Dataset(np.ones((3, 1)), np.zeros(3)), trials=4, rng=0)
+        >>> scores = lambda X, y, w: np.stack([w @ X[:, 0], -np.inf * w[:, 0]], axis=1)
+        >>> cur.exponential("pick", scores, sensitivity=1.0, epsilon=1.0).tolist()
+        [0, 0, 0, 0]
+        >>> r = cur.ledger.releases[0]
+        >>> r.mechanism, r.norm, r.noise, r.epsilon, r.shape
+        ('exponential', 'linf', 2.0, 1.0, (2,))
+        """
+        for what, v in (("sensitivity", sensitivity), ("epsilon", epsilon)):
+            if not (_is_finite_nonneg(v) and float(v) > 0):
+                raise InputError(f"release {name!r}: {what} must be finite and > 0, got {v!r}")
+        batch = batch or self.full_batch()
+        if batch.scheme in AMPLIFIED:
+            # Neither the accountant nor the white-box audit models a sampled selection.
+            raise InputError(f"release {name!r}: the exponential mechanism takes a full or "
+                             f"partitioned batch, not {batch.scheme!r} sampling")
+        scale = 2.0 * float(sensitivity) / float(epsilon)
+        rel = Release(
+            index=len(self.ledger.releases), name=name, mechanism="exponential",
+            sensitivity=float(sensitivity), norm="linf", noise=scale, sampling=batch.scheme,
+            rate=batch.rate, batch_size=batch.size, dataset_size=self.n, step=self._step,
+            shape=(), epsilon=float(epsilon),
+        )
+        self._charge(rel, batch)
+        value = (self._replay(rel, scores_query, batch) if self.replaying
+                 else self._evaluate(scores_query, 0, batch.weights))
+        u = np.asarray(self.backend.to_numpy(value), dtype=float)
+        if u.ndim != 2 or u.shape[1] == 0:
+            raise InputError(f"release {name!r}: scores must have shape (trials, options), "
+                             f"got {u.shape}")
+        rel.shape = (u.shape[1],)
+        with np.errstate(invalid="ignore"):
+            logits = np.where(np.isnan(u), -np.inf, u / scale)
+        if np.any(np.all(logits == -np.inf, axis=1)):
+            raise InputError(f"release {name!r}: a trial offers no option with a score")
+        idx = np.argmax(logits + self.rng.gumbel(size=u.shape), axis=1)
+        if self._keep_answers:
+            rel.answer = idx.reshape(self.trials, 1).astype(float)
+        self.ledger.releases.append(rel)
+        return idx
+
     def _evaluate(self, query: Query, world: int, w: np.ndarray) -> Any:
         b = self.backend
         if w is self._ones and self._all_present[world] and isinstance(b, NumpyBackend):
@@ -504,12 +591,7 @@ class Curator:
             noise=float(noise), sampling=batch.scheme, rate=batch.rate,
             batch_size=batch.size, dataset_size=self.n, step=self._step, shape=(),
         )
-        if batch.scheme not in AMPLIFIED and batch.scheme != "full":
-            rel.touched = _compact_touched(batch.weights > 0)
-        if batch.weights is self._ones:
-            self.ledger.records_touched += int(np.count_nonzero(self._present[0]))
-        else:
-            self.ledger.records_touched += int(np.sum(batch.weights[0] * self._present[0]))
+        self._charge(rel, batch)
 
         if not self.replaying:
             value = self._evaluate(query, 0, batch.weights)
@@ -528,6 +610,15 @@ class Curator:
             rel.answer = b.to_numpy(value).reshape(self.trials, -1).copy()
         self.ledger.releases.append(rel)
         return value
+
+    def _charge(self, rel: Release, batch: Batch) -> None:
+        """Record which records ``rel`` touches, and count the per-record evaluations."""
+        if batch.scheme not in AMPLIFIED and batch.scheme != "full":
+            rel.touched = _compact_touched(batch.weights > 0)
+        if batch.weights is self._ones:
+            self.ledger.records_touched += int(np.count_nonzero(self._present[0]))
+        else:
+            self.ledger.records_touched += int(np.sum(batch.weights[0] * self._present[0]))
 
     def _replay(self, rel: Release, query: Query, batch: Batch) -> Any:
         """Evaluate on both worlds; return D's value for the batch actually drawn."""

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.special
 import scipy.stats
 
 from dpverify.accounting import account_ledger, zcdp_of_ledger
@@ -460,3 +461,79 @@ def test_touched_masks_stay_small_at_audit_trial_counts(small_data, sum_query):
     for b in cur.epoch(2):
         cur.gaussian("g", sum_query, sensitivity=1.0, noise_std=1.0, batch=b)
     assert all(r.touched.shape == (TOUCHED_TRIALS, small_data.n) for r in cur.ledger)
+
+
+# ---------------------------------------------------------------------------------------
+# The exponential mechanism
+
+
+def _three_scores(X, y, w):
+    """Scores (sum of x_0, 0, -inf): the third option is never offered."""
+    s = w @ X[:, 0]
+    return np.stack([s, 0.0 * s, np.full_like(s, -np.inf)], axis=1)
+
+
+@pytest.mark.statistical
+def test_exponential_selects_with_the_softmax_probabilities(small_data):
+    """P(j) = exp(eps u_j / (2 Delta)) / sum_k exp(eps u_k / (2 Delta)).
+
+    K = 20000 trials, 3 options (one never offered): a chi-square goodness-of-fit test of
+    the two offered counts against the softmax at level 1e-4 (failure probability 1e-4 for
+    a correct sampler); the unoffered option is never drawn.
+    """
+    K, eps, sens = 20_000, 1.0, 2.0
+    cur = Curator(small_data, trials=K, rng=7)
+    idx = cur.exponential("pick", _three_scores, sensitivity=sens, epsilon=eps)
+    u = np.array([small_data.X[:, 0].sum(), 0.0])
+    p = scipy.special.softmax(eps * u / (2 * sens))
+    counts = np.bincount(idx, minlength=3)
+    assert idx.shape == (K,) and counts[2] == 0
+    assert scipy.stats.chisquare(counts[:2], K * p).pvalue > 1e-4
+
+
+def test_exponential_ledger_entry_and_reproducibility(small_data):
+    a = Curator(small_data, trials=50, rng=3)
+    b = Curator(small_data, trials=50, rng=3)
+    ia = a.exponential("pick", _three_scores, sensitivity=0.5, epsilon=2.0)
+    ib = b.exponential("pick", _three_scores, sensitivity=0.5, epsilon=2.0)
+    np.testing.assert_array_equal(ia, ib)
+    r = a.ledger.releases[0]
+    assert (r.mechanism, r.norm, r.sensitivity, r.epsilon, r.noise, r.shape) == (
+        "exponential", "linf", 0.5, 2.0, 0.5, (3,))
+    assert r.summary()["epsilon"] == 2.0
+
+
+def test_replay_exponential_records_both_score_vectors_and_the_linf_difference(small_data):
+    """Replay keeps both worlds' scores, selects on D's, and measures them in l-infinity;
+    the -inf option, equal in both worlds, differs by 0."""
+    pair = NeighbourPair.replace_one(small_data, 0, small_data.X[0] + 1.0, small_data.y[0])
+    cur = Curator.replay(pair, trials=5, rng=1, keep_answers=True)
+    idx = cur.exponential("pick", _three_scores, sensitivity=1.0, epsilon=1.0)
+    plain = Curator(small_data, trials=5, rng=1).exponential(
+        "pick", _three_scores, sensitivity=1.0, epsilon=1.0)
+    np.testing.assert_array_equal(idx, plain)
+    r = cur.ledger.releases[0]
+    assert r.value_D.shape == r.value_D_prime.shape == (5, 3)
+    np.testing.assert_allclose(r.true_difference, 1.0)
+    np.testing.assert_array_equal(r.answer[:, 0], idx)
+
+
+@pytest.mark.parametrize("kwargs", [{"sensitivity": 0.0, "epsilon": 1.0},
+                                    {"sensitivity": 1.0, "epsilon": 0.0},
+                                    {"sensitivity": 1.0, "epsilon": math.inf},
+                                    {"sensitivity": None, "epsilon": 1.0}])
+def test_exponential_bad_parameters_are_input_errors(small_data, kwargs):
+    with pytest.raises(InputError):
+        Curator(small_data, rng=0).exponential("pick", _three_scores, **kwargs)
+
+
+def test_exponential_refuses_sampling_and_scoreless_trials(small_data):
+    cur = Curator(small_data, trials=2, rng=0)
+    with pytest.raises(InputError, match="sampling"):
+        cur.exponential("pick", _three_scores, sensitivity=1.0, epsilon=1.0,
+                        batch=cur.sample("poisson", rate=0.5))
+    with pytest.raises(InputError, match="no option"):
+        cur.exponential("pick", lambda X, y, w: np.full((2, 2), -np.inf), sensitivity=1.0,
+                        epsilon=1.0)
+    with pytest.raises(InputError, match="shape"):
+        cur.exponential("pick", lambda X, y, w: w @ X[:, 0], sensitivity=1.0, epsilon=1.0)

@@ -294,3 +294,17 @@ def test_report_is_json_ready():
     text = json.dumps(jsonable(rep.to_dict()))
     assert '"nan"' in text and "counterexample" in text
     assert sys.getsizeof(text) < 200_000
+
+
+@pytest.mark.parametrize("declared, violations", [(1.0, 0), (0.4, 3)])
+def test_ledger_excess_measures_exponential_scores_in_linf(declared, violations):
+    """Scores (x_0 sum, x_1 sum) on a replace-one pair moving record 0 by (0.5, -0.5): the
+    l-infinity distance is 0.5 (its l2 would be 0.71), against the declared bound."""
+    D = Dataset(np.zeros((4, 2)), np.zeros(4))
+    pair = NeighbourPair.replace_one(D, 0, np.array([0.5, -0.5]), 0.0)
+    cur = Curator.replay(pair, trials=3, rng=0)
+    cur.exponential("pick", lambda X, y, w: w @ X, sensitivity=declared, epsilon=1.0)
+    ex = ledger_excess(cur.ledger)
+    assert ex.true_difference == pytest.approx(0.5)
+    assert ex.worst_ratio == pytest.approx(0.5 / declared)
+    assert ex.violations == violations

@@ -274,6 +274,9 @@ class _CoupledCurator(Curator):
     def exact(self, name: str, query: Any, **kwargs: Any) -> Any:
         return self._couple(super().exact(name, query, **kwargs))
 
+    def exponential(self, name: str, scores_query: Any, **kwargs: Any) -> Any:
+        return self._couple(super().exponential(name, scores_query, **kwargs))
+
     def _couple(self, value: Any) -> Any:
         self.answers.append(value)
         if self.forced is None:
