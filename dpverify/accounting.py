@@ -72,6 +72,8 @@ def release_event(rel: Release, relation: str = "add_remove",
     """
     if rel.mechanism == "exact":
         return dpa.NonPrivateDpEvent()
+    if rel.mechanism == "exponential":
+        return _exponential_event(_exponential_epsilon(rel), accountant)
     if rel.sensitivity == 0:
         return dpa.NoOpDpEvent()
     if rel.noise == 0:
@@ -88,6 +90,33 @@ def release_event(rel: Release, relation: str = "add_remove",
     if rel.sampling == "uniform_with_replacement":
         return dpa.SampledWithReplacementDpEvent(rel.dataset_size, rel.batch_size, base)
     return base  # full batch or a shuffled partition: no amplification
+
+
+def _exponential_epsilon(rel: Release) -> float:
+    """The pure-DP epsilon of an exponential release (its Gumbel scale is 2 Delta / eps)."""
+    if rel.epsilon is not None:
+        return float(rel.epsilon)
+    return 2.0 * float(rel.sensitivity or 0.0) / rel.noise if rel.noise > 0 else math.inf
+
+
+def _exponential_event(eps: float, accountant: str) -> dpa.DpEvent:
+    """The event of an eps-DP exponential-mechanism selection, per accountant.
+
+    PLD: randomized response on two buckets keeping the truth with probability
+    e^eps / (1 + e^eps), whose privacy profile dominates that of every eps-DP mechanism
+    (Kairouz, Oh and Viswanath 2015, Theorem 2.1); dp_accounting defines it under
+    replace-one only, so under add/remove PLD does not support it and RDP answers.
+    RDP: the exponential mechanism is eps-bounded-range (Durfee and Rogers 2019, "Practical
+    DP top-k selection", Section 4), hence eps^2/8-zCDP (Cesar and Rogers 2021, "Bounding,
+    concentrating, and truncating", Section 3: eps-BR implies eps^2/8-zCDP), four times below
+    the eps^2/2 of a generic eps-DP mechanism (Bun and Steinke 2016, Proposition 1.4).
+    """
+    if not math.isfinite(eps):
+        return dpa.NonPrivateDpEvent()
+    if accountant == "rdp":
+        return dpa.ZCDpEvent(eps * eps / 8.0)
+    return dpa.RandomizedResponseDpEvent(noise_parameter=2.0 / (1.0 + math.exp(eps)),
+                                         num_buckets=2)
 
 
 def _compose(counts: Counter) -> dpa.DpEvent:
@@ -287,23 +316,40 @@ def account_ledger(
 
 
 def zcdp_of_ledger(ledger: Ledger | Iterable[Release]) -> float | None:
-    """rho of the ledger when every release is an unsampled Gaussian, else ``None``.
+    """rho of the ledger when every release is an unsampled Gaussian or an exponential
+    selection, else ``None``.
 
     A Gaussian release with sensitivity Delta and standard deviation sigma is
-    Delta^2 / (2 sigma^2)-zCDP (Bun and Steinke 2016, Prop 1.6); zCDP composes additively
-    (Lemma 2.3), and in parallel over disjoint records.
+    Delta^2 / (2 sigma^2)-zCDP (Bun and Steinke 2016, Prop 1.6); an eps-DP exponential
+    selection is eps^2/8-zCDP (bounded range: Cesar and Rogers 2021, Section 3); zCDP
+    composes additively (Bun and Steinke 2016, Lemma 2.3), and in parallel over disjoint
+    records.
+
+    Examples
+    --------
+    >>> from dpverify.curator import Curator
+    >>> from dpverify.data import Dataset
+    >>> cur = Curator(Dataset(np.ones((4, 1)), np.zeros(4)), rng=0)
+    >>> _ = cur.gaussian("s", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=1.0)
+    >>> _ = cur.exponential("pick", lambda X, y, w: w @ X, sensitivity=1.0, epsilon=2.0)
+    >>> zcdp_of_ledger(cur.ledger)  # 1/2 + 2^2/8
+    1.0
     """
     per_record: np.ndarray | float = 0.0
     common = 0.0
     for rel in ledger:
-        if rel.mechanism != "gaussian" or rel.sampling in ("poisson", "uniform_with_replacement",
-                                                          "uniform_without_replacement"):
+        if rel.mechanism == "exponential":
+            eps = _exponential_epsilon(rel)
+            rho = eps * eps / 8.0
+        elif rel.mechanism != "gaussian" or rel.sampling in (
+                "poisson", "uniform_with_replacement", "uniform_without_replacement"):
             if rel.mechanism == "exact":
                 return math.inf
             return None
-        if rel.sensitivity == 0:
+        elif rel.sensitivity == 0:
             continue
-        rho = math.inf if rel.noise == 0 else rel.sensitivity**2 / (2.0 * rel.noise**2)
+        else:
+            rho = math.inf if rel.noise == 0 else rel.sensitivity**2 / (2.0 * rel.noise**2)
         if rel.touched is None:
             common += rho
         else:

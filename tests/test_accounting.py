@@ -461,3 +461,58 @@ def test_lone_gaussian_closed_form_equals_the_pld(relation, mult):
     pld = PLDAccountant(neighboring_relation=accounting._RELATIONS[relation],
                         value_discretization_interval=1e-4).compose(ev).get_epsilon(1e-5)
     assert accounting.epsilon_of_event(ev, 1e-5, relation) == pytest.approx(pld, rel=1e-6)
+
+
+# ---------------------------------------------------------------------------------------
+# The exponential mechanism: a pure eps-DP event
+
+
+def _em_ledger(eps: float, gaussian_noise: float | None = None) -> Ledger:
+    cur = Curator(Dataset(np.ones((4, 1)), np.zeros(4)), trials=1, rng=0)
+    if gaussian_noise is not None:
+        cur.gaussian("g", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=gaussian_noise)
+    cur.exponential("pick", lambda X, y, w: np.concatenate([w @ X, 0 * (w @ X)], axis=1),
+                    sensitivity=1.0, epsilon=eps)
+    return cur.ledger
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
+@pytest.mark.parametrize("delta", [1e-9, 1e-5, 1e-2])
+def test_lone_exponential_release_is_pure_eps_dp_under_pld(eps, delta):
+    """Randomized response keeping the truth w.p. e^eps/(1+e^eps) has
+    delta(eps') = (e^eps - e^eps') / (1 + e^eps), so epsilon(delta) =
+    log(e^eps - delta (1 + e^eps)): eps itself as delta -> 0, never above it."""
+    res = account_ledger(_em_ledger(eps), delta, "replace_one")
+    closed = math.log(math.exp(eps) - delta * (1.0 + math.exp(eps)))
+    assert res.by_accountant["pld"] == pytest.approx(closed, abs=2e-4)
+    assert res.epsilon == res.by_accountant["pld"] <= eps + 1e-4
+    # RDP reads the bounded-range bound eps^2/8-zCDP, and so does the ledger's rho.
+    assert res.rho == pytest.approx(eps**2 / 8)
+    assert res.by_accountant["rdp"] == pytest.approx(rho_to_epsilon(eps**2 / 8, delta), rel=1e-9)
+
+
+def test_exponential_event_per_accountant():
+    r = _em_ledger(1.0).releases[0]
+    pld = accounting.release_event(r, "replace_one", "pld")
+    assert pld == dpa.RandomizedResponseDpEvent(noise_parameter=2 / (1 + math.e), num_buckets=2)
+    assert accounting.release_event(r, "add_remove", "rdp") == dpa.ZCDpEvent(1 / 8)
+
+
+def test_exponential_under_add_remove_is_accounted_by_rdp():
+    """dp_accounting's PLD defines randomized response only under replace-one: the headline
+    falls back to RDP's bounded-range answer."""
+    res = account_ledger(_em_ledger(1.0), 1e-6, "add_remove")
+    assert math.isnan(res.by_accountant["pld"])
+    assert res.epsilon == res.by_accountant["rdp"] == pytest.approx(rho_to_epsilon(1 / 8, 1e-6))
+
+
+def test_exponential_composes_with_a_gaussian():
+    """Gaussian (multiplier 2 under replace-one: PLD reads it as 4) then an eps = 1
+    selection: more than either alone, at most their epsilons summed (basic composition),
+    and rho adds: 1/8 + 1/8."""
+    delta = 1e-6
+    both = account_ledger(_em_ledger(1.0, gaussian_noise=2.0), delta, "replace_one")
+    em = account_ledger(_em_ledger(1.0), delta, "replace_one").epsilon
+    g = epsilon_of_event(dpa.GaussianDpEvent(2.0), delta)
+    assert max(em, g) < both.epsilon <= em + g + 1e-3
+    assert both.rho == pytest.approx(0.25)
