@@ -22,6 +22,12 @@ def _sum(X, y, w):  # noqa: ANN001, ANN202
     return w @ X
 
 
+def _scores(X, y, w):  # noqa: ANN001, ANN202
+    """Two options scored by the coordinate sums, a third never offered."""
+    s = 3.0 * (w @ X)
+    return np.concatenate([s, np.full_like(s[:, :1], -np.inf)], axis=1)
+
+
 @pytest.fixture
 def pair() -> NeighbourPair:
     rng = np.random.default_rng(0)
@@ -30,7 +36,8 @@ def pair() -> NeighbourPair:
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("release", ["gaussian", "laplace", "poisson", "poisson_laplace"])
+@pytest.mark.parametrize("release", ["gaussian", "laplace", "poisson", "poisson_laplace",
+                                     "exponential"])
 def test_loss_is_an_exact_log_likelihood_ratio(pair: NeighbourPair, release: str) -> None:
     """E_D[p_D'/p_D] = 1 and E_D'[p_D/p_D'] = 1 hold only for the exact likelihood ratio.
 
@@ -43,6 +50,8 @@ def test_loss_is_an_exact_log_likelihood_ratio(pair: NeighbourPair, release: str
         batch = cur.sample("poisson", rate=0.3) if release.startswith("poisson") else None
         if release in ("gaussian", "poisson"):
             cur.gaussian("s", _sum, sensitivity=1.0, noise_std=0.7, batch=batch)
+        elif release == "exponential":
+            cur.exponential("s", _scores, sensitivity=1.0, epsilon=1.5)
         else:
             cur.laplace("s", _sum, sensitivity=1.0, scale=0.7, batch=batch)
         return transcript_privacy_loss(cur.ledger)[0]
@@ -126,3 +135,19 @@ def test_whitebox_refuses_callables_and_bad_options() -> None:
         audit_whitebox("noisy_gd:sound", select_fraction=1.5)
     with pytest.raises(InputError, match="bound"):
         audit_whitebox("noisy_gd:sound", bound="bayes")
+
+
+def test_exponential_loss_composes_with_the_gaussian_losses(pair: NeighbourPair) -> None:
+    """A Gaussian release then a selection: the transcript's loss is the sum of the two,
+    and the transcript is no longer Gaussian (the GDP bound does not apply)."""
+    cur = _replay(pair, 50, 3)
+    cur.gaussian("g", _sum, sensitivity=1.0, noise_std=0.7)
+    cur.exponential("pick", _scores, sensitivity=1.0, epsilon=1.5)
+    g, e = (release_privacy_loss(r)[0] for r in cur.ledger)
+    L, V, gaussian = transcript_privacy_loss(cur.ledger)
+    np.testing.assert_allclose(L, g + e)
+    assert V is None and not gaussian
+    # |loss| <= eps Delta_true / Delta: 2 c Delta_true with c = eps / (2 Delta).
+    r = cur.ledger.releases[1]
+    assert np.all(np.abs(e) <= 1.5 * r.true_difference.max() / r.sensitivity + 1e-12)
+    assert np.any(e != 0)

@@ -15,6 +15,10 @@ the same released history. Each release r then has a known density under each wo
   q_out with it left out; under add/remove the world without the record has
   q_in = q_out). This is exact for Poisson sampling and the usual approximation for the
   uniform schemes;
+* exponential selection of index j with probability proportional to exp(c u_j),
+  c = eps / (2 Delta) (McSherry and Talwar 2007): its loss is
+  c (u_D(j) - u_D'(j)) - logsumexp(c u_D) + logsumexp(c u_D'), scores the curator never
+  selects (-inf, NaN) left out of both normalisers as they are of the selection;
 * ``exact`` releases, and any release whose values are not finite: loss 0 where both
   worlds agree, +inf where they differ (one answer separates them).
 
@@ -51,6 +55,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import scipy.special
 
 from dpverify.audit import stats
 from dpverify.audit.blackbox import check_bound
@@ -113,6 +118,8 @@ def release_privacy_loss(rel: Release) -> tuple[np.ndarray, np.ndarray | None, b
     if vout is not None:
         finite &= np.isfinite(vout).all(axis=1)
     loss = np.where(same, 0.0, np.inf)  # exact answers, non-finite values
+    if rel.mechanism == "exponential":
+        return np.where(same, 0.0, exponential_privacy_loss(rel)), None, bool(np.all(same))
     noisy = rel.mechanism in ("gaussian", "laplace") and rel.noise > 0
     gaussian_ok = bool(np.all(same)) or (rel.mechanism == "gaussian" and noisy
                                           and not amplified and bool(np.all(finite)))
@@ -147,6 +154,36 @@ def release_privacy_loss(rel: Release) -> tuple[np.ndarray, np.ndarray | None, b
     if m2 is not None:
         m2 = np.where(same, 0.0, m2)
     return loss, m2, gaussian_ok
+
+
+def exponential_privacy_loss(rel: Release) -> np.ndarray:
+    """Per-trial loss log P_D(j) / P_D'(j) of a replayed exponential selection j.
+
+    Examples
+    --------
+    >>> from dpverify.curator import Curator
+    >>> from dpverify.data import Dataset, NeighbourPair
+    >>> D = Dataset(np.zeros((2, 1)), np.zeros(2))
+    >>> pair = NeighbourPair.replace_one(D, 0, np.ones(1), 0.0)
+    >>> cur = Curator.replay(pair, trials=2, rng=0, keep_answers=True)
+    >>> j = cur.exponential("pick", lambda X, y, w: np.concatenate([w @ X, 0 * (w @ X)], 1),
+    ...                     sensitivity=1.0, epsilon=2.0)
+    >>> loss = exponential_privacy_loss(cur.ledger.releases[0])
+    >>> bool(np.allclose(loss, np.where(j == 0, -1.0, 0.0) + np.log((1 + np.e) / 2)))
+    True
+    """
+    c = 1.0 / rel.noise  # the Gumbel scale is 2 Delta / eps
+    j = np.asarray(rel.answer, dtype=float)[:, 0].astype(np.int64)
+    with np.errstate(invalid="ignore"):
+        uD = np.where(np.isnan(rel.value_D), -np.inf, c * np.asarray(rel.value_D, float))
+        uDp = np.where(np.isnan(rel.value_D_prime), -np.inf,
+                       c * np.asarray(rel.value_D_prime, float))
+        rows = np.arange(j.shape[0])
+        # exp(c u(j)) / sum_k exp(c u_k) in each world; logsumexp keeps large c finite.
+        logp_D = uD[rows, j] - scipy.special.logsumexp(uD, axis=1)
+        logp_Dp = uDp[rows, j] - scipy.special.logsumexp(uDp, axis=1)
+        loss = logp_D - logp_Dp
+    return np.where(np.isnan(loss), np.inf, loss)
 
 
 def transcript_privacy_loss(ledger: Ledger) -> tuple[np.ndarray, np.ndarray | None, bool]:
