@@ -45,7 +45,11 @@ def test_every_variant_runs(target):
     assert out.shape == (3, problem.data.d)
     assert np.all(np.isfinite(out))
     assert len(cur.ledger) > 0
-    assert all(r.mechanism == "gaussian" and r.sampling == "full" for r in cur.ledger)
+    assert all(r.sampling == "full" for r in cur.ledger)
+    # Theorem 5's selection is the one exponential release, last; the rest are Gaussian.
+    selects = target.startswith("adaptive_noisy_gd_select")
+    assert [r.mechanism for r in cur.ledger][-1] == ("exponential" if selects else "gaussian")
+    assert all(r.mechanism == "gaussian" for r in cur.ledger.releases[:-1])
 
 
 def test_variants_declare_claims_and_theorems():
@@ -53,9 +57,11 @@ def test_variants_declare_claims_and_theorems():
         t = resolve(target)
         p = t.algorithm.params(t.variant.name)
         claim = t.variant.claim(p)
-        assert claim.rho == p["rho"] and claim.relation == p["relation"]
+        selects = t.algorithm.name == "adaptive_noisy_gd_select"  # Theorem 5: 2 rho
+        assert claim.rho == (2 if selects else 1) * p["rho"]
+        assert claim.relation == p["relation"]
         u = t.variant.utility
-        assert u is not None and u.quantity == "excess_risk"
+        assert u is not None and u.quantity == ("grad_norm" if selects else "excess_risk")
         assert set(u.exponents) == {"n", "d", "rho"} and u.source.startswith("paper 004")
         if t.variant.kind == "paper":
             assert t.variant.findings and all("line" in f.summary for f in t.variant.findings)
@@ -303,7 +309,8 @@ def test_losses_are_lipschitz_and_smooth_everywhere(kappa):
 @pytest.mark.torch
 def test_same_code_runs_on_torch():
     pytest.importorskip("torch")
-    for target in ("kl_spider:sound", "adaptive_noisy_gd:paper", "prox_point_004:sound"):
+    for target in ("kl_spider:sound", "adaptive_noisy_gd:paper", "prox_point_004:sound",
+                   "adaptive_noisy_gd_select:sound"):
         t = resolve(target)
         p = t.algorithm.params(t.variant.name, {"n": 100})
         problem = build_problem(t, p, 0)
@@ -332,3 +339,63 @@ def test_rate_check_settings_stay_within_the_claim(target, params):
         assert any(r.name == "grad_diff" for r in cur.ledger)
     for f in filters_of(cur.ledger):
         assert float(np.max(f.spent)) <= f.budget * (1 + 1e-9)
+
+
+# ---------------------------------------------------------------------------------------
+# Theorem 5: Algorithm 3, then t* by the exponential mechanism
+
+
+@pytest.mark.parametrize("variant, sens_factor", [("paper", 1.0), ("sound", 2.0)])
+def test_select_returns_an_iterate_chosen_by_the_exponential_mechanism(variant, sens_factor):
+    """The selection scores the iterates w_0..w_T at which each trial released a noisy
+    norm, with sensitivity L0/n (printed, line 658) or 2 L0/n (sound, replace-one) and
+    eps = sqrt(rho) (Appendix D.6, line 843); the ledger before it is Algorithm 3's, and
+    the selection adds eps^2/8 = rho/8 to its zCDP (bounded range)."""
+    params = {"n": 200, "rho": 4.0}
+    out, cur, problem, p = _run(f"adaptive_noisy_gd_select:{variant}", 4, params)
+    _, cur3, _, _ = _run(f"adaptive_noisy_gd:{variant}", 4, params)
+    sel = cur.ledger.releases[-1]
+    L0, n = problem.info["lipschitz"], p["n"]
+    assert sel.sensitivity == pytest.approx(sens_factor * L0 / n)
+    assert sel.epsilon == pytest.approx(2.0)
+    assert cur.ledger.signature()[:-1] == cur3.ledger.signature()
+    # One option per loop iteration, i.e. per noisy-norm release.
+    assert sel.shape == (sum(r.name == "grad_norm" for r in cur3.ledger),)
+    assert zcdp_of_ledger(cur.ledger) == pytest.approx(zcdp_of_ledger(cur3.ledger) + 0.5)
+    assert out.shape == (4, problem.data.d) and np.all(np.isfinite(out))
+
+
+@pytest.mark.statistical
+def test_select_concentrates_on_small_gradient_norms():
+    """Replayed (D' = D), the selection's exact scores u_t = -||grad F(w_t)|| are kept.
+    P(u_selected < max u - t) <= m exp(-c t) with c = eps / (2 Delta), so with
+    t = log(m 1e8) / c each of the 40 trials fails with probability <= 1e-8 (fixed seed);
+    an option a trial never offered (score -inf) is never selected."""
+    t_ = resolve("adaptive_noisy_gd_select:sound")
+    p = t_.algorithm.params("sound", {"n": 200, "rho": 4.0})
+    problem = build_problem(t_, p, 0)
+    D = problem.data
+    pair = NeighbourPair.replace_one(D, 0, D.X[0], float(D.y[0]))
+    _, cur = run_target(t_, p, problem, trials=40, rng=5, pair=pair, keep_answers=True)
+    sel = cur.ledger.releases[-1]
+    u, j = sel.value_D, sel.answer[:, 0].astype(int)
+    m = u.shape[1]
+    assert m >= 2 and np.any(np.isinf(u))  # trials stop at different steps
+    u_sel = u[np.arange(40), j]
+    assert np.all(np.isfinite(u_sel))
+    c = 1.0 / sel.noise
+    assert np.all(u_sel >= u.max(axis=1) - math.log(m * 1e8) / c)
+
+
+def test_select_scores_move_twice_the_printed_sensitivity_under_replace_one():
+    """On the pair whose record's gradient flips sign, every score -||grad F(w_t)|| moves
+    by nearly 2 L0/n (exactly, where grad F is parallel to the flip): twice the L0/n of
+    the printed exp(-n sqrt(rho) ||grad F|| / (2 L0)), within the sound 2 L0/n."""
+    for variant, lo, hi in (("paper", 1.99, 2.0), ("sound", 0.995, 1.0)):
+        t = resolve(f"adaptive_noisy_gd_select:{variant}")
+        p = t.algorithm.params(variant, {"n": 200})
+        problem = build_problem(t, p, 0)
+        _, cur = run_target(t, p, problem, trials=2, rng=3, pair=_opposite_pair(problem, p))
+        sel = cur.ledger.releases[-1]
+        ratio = sel.true_difference / sel.sensitivity
+        assert sel.name == "select_t" and np.all((lo <= ratio) & (ratio <= hi + 1e-9)), ratio

@@ -26,7 +26,7 @@ from dpverify.suites import load_suite
 
 SUITE = Path(__file__).resolve().parents[1] / "suites" / "papers" / "004.toml"
 # The printed algorithms whose privacy claim the notes and findings say is broken.
-LEAKING = ("kl_spider:paper", "adaptive_noisy_gd:paper")
+LEAKING = ("kl_spider:paper", "adaptive_noisy_gd:paper", "adaptive_noisy_gd_select:paper")
 PRIVACY_KINDS = ("account", "sensitivity", "audit")
 # Algorithms whose utility theorem has a rate check for every sound variant.
 RATED = ("kl_spider", "adaptive_noisy_gd", "noisy_gd_004", "prox_point_004")

@@ -8,10 +8,13 @@ and ``sound`` (corrected):
 * ``prox_point_004`` (Algorithm 2 with Algorithm 4 inside, Theorem 2): kappa >= 2;
 * ``adaptive_noisy_gd`` (Algorithm 3, Theorems 3-4): adapts to unknown (gamma, kappa),
   noise picked from a released noisy gradient norm, run under a privacy filter;
+* ``adaptive_noisy_gd_select`` (Theorem 5): Algorithm 3, then an iterate chosen by the
+  exponential mechanism on gradient norms, claimed 2 rho-zCDP;
 * ``noisy_gd_004`` (Algorithm 4, Theorem 9): strongly convex subroutine of Algorithm 2.
 
-Every claim is rho-zCDP under replace-one neighbours, the paper's Definition 2 (line 64).
-Every query is an unsampled full-batch Gaussian release, so the ledger's zCDP
+Every claim is rho-zCDP under replace-one neighbours, the paper's Definition 2 (line 64)
+(2 rho for Theorem 5). Every query is an unsampled full-batch Gaussian release or an
+exponential selection, so the ledger's zCDP
 (:func:`dpverify.accounting.zcdp_of_ledger`) accounts each run exactly.
 
 Line numbers refer to the paper's text file ``004_1cb6b915a0a92f82.txt``.
@@ -19,15 +22,19 @@ Line numbers refer to the paper's text file ``004_1cb6b915a0a92f82.txt``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from algorithms.kl_problems import make_kl_problem
-from algorithms.paper004.adaptive import adaptive_noisy_gd
+from algorithms.paper004.adaptive import adaptive_noisy_gd, adaptive_noisy_gd_select
 from algorithms.paper004.common import PAPER, PROBLEM_DEFAULTS, rate_claim, zcdp_claim
 from algorithms.paper004.prox import make_regularized_problem, noisy_gd, prox_point
 from algorithms.paper004.spider import kl_spider
-from dpverify.claims import Finding, UtilityClaim
+from dpverify.claims import Finding, PrivacyClaim, UtilityClaim
 from dpverify.registry import Algorithm, Variant
 
-__all__ = ["ALGORITHMS", "KL_SPIDER", "PROX_POINT", "ADAPTIVE_NOISY_GD", "NOISY_GD_004"]
+__all__ = ["ALGORITHMS", "KL_SPIDER", "PROX_POINT", "ADAPTIVE_NOISY_GD", "ADAPTIVE_NOISY_GD_SELECT",
+           "NOISY_GD_004"]
 
 
 # The factor-2 error every privacy proof of the paper shares but Appendix E.
@@ -209,6 +216,60 @@ ADAPTIVE_NOISY_GD = Algorithm(
 )
 
 
+# Theorem 5 -----------------------------------------------------------------------------
+
+def zcdp_claim_2rho(p: Mapping[str, Any]) -> PrivacyClaim:
+    """2 rho-zCDP (Theorem 5, line 280): rho for Algorithm 3, rho/2 for the selection."""
+    return PrivacyClaim(rho=2.0 * float(p["rho"]), relation=str(p["relation"]))
+
+
+SELECT_FINDINGS = (
+    _replace_one_finding(
+        "Appendix D.6 (line 843) takes the selection to be sqrt(rho)-DP with scores of "
+        "sensitivity L0/n, as Appendix D.2 (line 658) does for Algorithm 3;",
+        "2 sqrt(rho)-DP for the selection (rho/2-zCDP as an eps-bounded-range mechanism, "
+        "2 rho by Lemma 14) on top of up to 2 rho for Algorithm 3: above the claimed 2 rho",
+        ("sensitivity", "account")),
+    ADAPTIVE_FINDINGS[0],
+)
+
+# Theorem 5 (line 280), its worst case (line 284): ||grad F(w_t*)|| up to
+# d^(1/4) / (sqrt(n) rho^(1/4)), logs aside.
+SELECT_UTILITY = UtilityClaim(
+    quantity="grad_norm",
+    exponents={"n": -0.5, "d": 0.25, "rho": -0.25},
+    log_factors=("log(n*sqrt(rho))**0.5",),
+    sided="upper",
+    regime=("n*sqrt(rho) >= sqrt(d)",),
+    source="paper 004, Theorem 5",
+)
+
+ADAPTIVE_NOISY_GD_SELECT = Algorithm(
+    name="adaptive_noisy_gd_select",
+    source="paper 004, Theorem 5 (Algorithm 3, then exponential selection of t*)",
+    description="Adaptive noisy GD returning an iterate drawn by the exponential mechanism "
+                "on its exact gradient norms",
+    make_problem=make_kl_problem,
+    defaults=dict(PROBLEM_DEFAULTS),
+    variants={
+        "sound": Variant(
+            "sound", "sound", adaptive_noisy_gd_select(sound=True), zcdp_claim_2rho,
+            "The sound Algorithm 3 (rho, filter), then selection on clipped gradient norms "
+            "with the run's sensitivity and eps = sqrt(rho): rho + rho/8 spent",
+            utility=SELECT_UTILITY,
+        ),
+        "paper": Variant(
+            "paper", "paper", adaptive_noisy_gd_select(sound=False), zcdp_claim_2rho,
+            "As printed: Algorithm 3 as printed, then P(t) ~ exp(-n sqrt(rho) ||grad F(w_t)|| "
+            "/ (2 L0)) on unclipped norms, i.e. sensitivity L0/n and eps = sqrt(rho)",
+            utility=SELECT_UTILITY, findings=SELECT_FINDINGS,
+        ),
+    },
+    quick={},
+    thorough={"n": 5000},
+)
+
+
 # Algorithm 4 ---------------------------------------------------------------------------
 
 # Theorem 9 (line 905): L0^2 d log(n^2 log^2(2/beta)/(d beta)) / (L1~ n^2 rho) on
@@ -244,4 +305,4 @@ NOISY_GD_004 = Algorithm(
     thorough={"n": 5000, "T_in_max": 5000},
 )
 
-ALGORITHMS = [KL_SPIDER, PROX_POINT, ADAPTIVE_NOISY_GD, NOISY_GD_004]
+ALGORITHMS = [KL_SPIDER, PROX_POINT, ADAPTIVE_NOISY_GD, ADAPTIVE_NOISY_GD_SELECT, NOISY_GD_004]

@@ -22,6 +22,17 @@ charge (line 6 and Appendix D.2's ``(L0 / (n sigma))^2``); a
 :class:`~dpverify.filters.ZCDPFilter` with budget rho admits every release, and when a
 step's gradient release does not fit the budget left, its noise is raised until it does
 (adaptive noise is exactly what a filter allows).
+
+Theorem 5 (line 280; privacy proof in Appendix D.6, line 843) runs Algorithm 3 and returns
+w_t* with t* drawn from {0..T} with probability proportional to
+exp(-n sqrt(rho) ||grad F(w_t; S)|| / (2 L0)) on exact gradient norms:
+:func:`adaptive_noisy_gd_select`. That is the exponential mechanism on the scores
+u_t = -||grad F(w_t; S)|| with eps / (2 Delta) = n sqrt(rho) / (2 L0), i.e. eps = sqrt(rho)
+at the paper's Delta = L0/n (line 658); the proof charges it (sqrt(rho), 0)-DP, hence rho/2
+by Lemma 14, for 2 rho-zCDP in all. ``paper`` selects exactly so (unclipped, Delta = L0/n);
+``sound`` clips, declares the run's relation (2 L0/n under replace-one: the norm moves no
+more than the mean, by the reverse triangle inequality) and keeps eps = sqrt(rho), so its
+selection is twice as flat as the printed one.
 """
 
 from __future__ import annotations
@@ -71,7 +82,46 @@ def adaptive_noisy_gd(*, sound: bool):
     return run
 
 
-def _run_paper(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+def adaptive_noisy_gd_select(*, sound: bool):
+    """Theorem 5: Algorithm 3, then t* by the exponential mechanism on gradient norms."""
+
+    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+        trace: list[tuple[Any, np.ndarray]] = []
+        (_run_sound if sound else _run_paper)(cur, problem, p, trace)
+        return _select(cur, problem, p, trace, sound=sound)
+
+    return run
+
+
+def _select(cur: Curator, problem: Problem, p: Mapping[str, Any],
+            trace: list[tuple[Any, np.ndarray]], *, sound: bool) -> Any:
+    """w_t* with t* drawn by the exponential mechanism of Theorem 5 (line 280)."""
+    c = constants(problem)
+    n, K = cur.n, cur.trials
+    if sound:
+        sens = mean_sensitivity(c["L0"], str(p["relation"]), n)
+        clip, guard = c["L0"], True
+    else:
+        sens, clip, guard = c["L0"] / n, None, False  # line 658's L0/n, no clipping
+    eps = math.sqrt(float(p["rho"]))  # "(sqrt(rho), 0)-DP", Appendix D.6 (line 843)
+    # Option t of a trial exists only if the trial took step t (t <= its own T).
+    offered = np.stack([a for _, a in trace], axis=1)
+    penalty = cur.backend.asarray(np.where(offered, 0.0, -np.inf))
+    queries = [grad_query(cur, problem, W, clip=clip, guard=guard) for W, _ in trace]
+    xp = cur.xp
+
+    def scores(X: Any, y: Any, w: Any) -> Any:
+        norms = xp.stack([xp.linalg.vector_norm(q(X, y, w), axis=1) for q in queries], axis=1)
+        return penalty - norms
+
+    cur.step(None)
+    idx = cur.exponential("select_t", scores, sensitivity=sens, epsilon=eps)
+    iterates = np.stack([to_numpy(cur, W) for W, _ in trace], axis=1)  # (trials, T+1, d)
+    return cur.backend.asarray(iterates[np.arange(K), idx])
+
+
+def _run_paper(cur: Curator, problem: Problem, p: Mapping[str, Any],
+               trace: list[tuple[Any, np.ndarray]] | None = None) -> Any:
     xp = cur.xp
     c = constants(problem)
     n, d, K = cur.n, cur.d, cur.trials
@@ -87,6 +137,8 @@ def _run_paper(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
         if not active.any():
             break
         cur.step(t)
+        if trace is not None:  # w_t, at which step t releases its noisy norm
+            trace.append((W, active.copy()))
         N = to_numpy(cur, cur.gaussian(
             "grad_norm", grad_norm_query(cur, problem, W, clip=None, guard=False, active=active),
             sensitivity=sens, noise_std=s["sigma_hat"]))[:, 0]  # line 3, signed
@@ -103,7 +155,8 @@ def _run_paper(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
     return W
 
 
-def _run_sound(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+def _run_sound(cur: Curator, problem: Problem, p: Mapping[str, Any],
+               trace: list[tuple[Any, np.ndarray]] | None = None) -> Any:
     xp = cur.xp
     c = constants(problem)
     n, d, K = cur.n, cur.d, cur.trials
@@ -125,6 +178,8 @@ def _run_sound(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
         if not active.any():
             break
         cur.step(t)
+        if trace is not None:  # w_t, at which step t releases its noisy norm
+            trace.append((W, active.copy()))
         filt.spend(norm_cost, active)
         N = to_numpy(cur, cur.gaussian(
             "grad_norm", grad_norm_query(cur, problem, W, clip=c["L0"], guard=True,
