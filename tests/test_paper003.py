@@ -30,6 +30,7 @@ from dpverify.checks import CheckSpec, RunContext, run_check
 from dpverify.claims import Verdict
 from dpverify.curator import Curator
 from dpverify.data import Dataset, NeighbourPair
+from dpverify.errors import InputError
 from dpverify.execution import build_problem, run_target
 from dpverify.metrics_sosp import (
     grad_norm_phi,
@@ -456,3 +457,25 @@ def test_inner_solver_on_a_binding_ball():
     np.testing.assert_allclose(y, f.y_star_closed(x), atol=1e-11)
     H = phi_hessian(f, x)
     assert np.all(np.isfinite(H[0])) and np.all(np.isnan(H[1]))
+
+
+def test_certificate_column_and_exact_gradients_are_explicit():
+    """``certificate`` appends Algorithm 2's line-19 flag as a last column; ``exact_gradients``
+    reads every gradient through ``cur.exact`` (the accountant then reports epsilon = inf)
+    and is refused by the printed variants."""
+    t = resolve("dp_rgda:sound")
+    p = t.algorithm.params("sound", {"s_A": 0.0, "s_b": 0.0, "S1": 20, "S2": 20, "n": 20,
+                                     "T": 40, "r": 0.0, "exact_gradients": True,
+                                     "certificate": True})
+    out, cur = run_target(t, p, build_problem(t, p, 0), trials=3, rng=0)
+    assert out.shape == (3, 4)
+    np.testing.assert_array_equal(out, [[0.0, 0.0, 0.0, 1.0]] * 3)  # the saddle, certified
+    assert {r.mechanism for r in cur.ledger} == {"exact"}
+    assert math.isinf(account_ledger(cur.ledger, 1e-5, "replace_one").epsilon)
+    plain, _ = run_target(t, {**p, "certificate": False, "exact_gradients": False},
+                          build_problem(t, p, 0), trials=3, rng=0)
+    assert plain.shape == (3, 3)
+    tp = resolve("dp_rgda:paper")
+    pp = tp.algorithm.params("paper", {"exact_gradients": True})
+    with pytest.raises(InputError, match="exact_gradients"):
+        run_target(tp, pp, build_problem(tp, pp, 0), trials=1, rng=0)

@@ -162,6 +162,10 @@ RGDA_DEFAULTS = {
     "sampling": "pool",
     # printed noise: "proof" (Lemma 8, line 636) or "alg3" (lines 199-200)
     "noise": "proof", "c1": 4.0, "c2": 2.0 * math.sqrt(2.0), "c_noise": 1.0, "C_u": None,
+    # outputs: x_out, or [x_out, certified] with certificate = True (dpverify.certificates);
+    # exact_gradients: noise-free queries (cur.exact, epsilon = inf), sound variants only,
+    # for the escape demonstration (notes C-U4)
+    "certificate": False, "exact_gradients": False,
 }
 
 DP_RGDA = Algorithm(

@@ -265,6 +265,10 @@ def sound_plan(cur: Curator, p: Mapping[str, Any]) -> SoundPlan:
     {'refresh': 3, 'increment': 28}
     """
     counts = release_counts(p, sound=True)
+    if exact_gradients(p):  # no noise to calibrate: every release is exact
+        return SoundPlan(batch_spec(cur, p["S1"], single_pass=single_pass(p)),
+                         batch_spec(cur, p["S2"], single_pass=single_pass(p)), 0.0, counts,
+                         SinglePass(cur) if single_pass(p) else None)
     if single_pass(p):
         check_sample_budget(cur, p, sound=True)
         one = ((("full", 1.0, cur.n, cur.n), 1),)
@@ -283,6 +287,22 @@ def sound_plan(cur: Curator, p: Mapping[str, Any]) -> SoundPlan:
     return SoundPlan(ref, inc, z, counts)
 
 
+def exact_gradients(p: Mapping[str, Any]) -> bool:
+    """Whether the run reads noise-free gradients (``exact_gradients``, default False).
+
+    Only for demonstrating Algorithm 2's escape mechanism in isolation (notes C-U4: "with
+    epsilon = inf"): every query goes through ``cur.exact``, so the ledger marks the run
+    non-private and the accountant reports epsilon = inf. A huge epsilon is no substitute:
+    the calibrated noise shrinks far too slowly (z = 0.14 at epsilon = 1000 for 30 steps).
+
+    Examples
+    --------
+    >>> exact_gradients({}), exact_gradients({"exact_gradients": True})
+    (False, True)
+    """
+    return bool(p.get("exact_gradients", False))
+
+
 def _split(g: Any, d1: int) -> tuple[Any, Any]:
     return g[:, :d1], g[:, d1:]
 
@@ -296,9 +316,10 @@ def sound_refresh(cur: Curator, problem: Problem, p: Mapping[str, Any], plan: So
     sens = sum_sensitivity(clip, str(p["relation"])) / m
     model, xp = s.model, cur.xp
     batch, slots = draw(cur, plan.refresh, plan.stream)
-    g = cur.gaussian(name, restrict(lambda X, yl, w: joint_sum(model, xp, X, w, x, y, clip) / m,
-                                    slots),
-                     sensitivity=sens, noise_std=plan.z * sens, batch=batch)
+    query = restrict(lambda X, yl, w: joint_sum(model, xp, X, w, x, y, clip) / m, slots)
+    if exact_gradients(p):
+        return _split(cur.exact(name, query, batch=batch), s.d1)
+    g = cur.gaussian(name, query, sensitivity=sens, noise_std=plan.z * sens, batch=batch)
     return _split(g, s.d1)
 
 
@@ -328,8 +349,11 @@ def sound_increment(cur: Curator, problem: Problem, p: Mapping[str, Any], plan: 
         return joint_diff_sum(model, xp, X, w, x1, y1, x0, y0, C_b) * inv / m
 
     batch, slots = draw(cur, plan.increment, plan.stream)
-    g = cur.gaussian("increment", restrict(query, slots), sensitivity=sens,
-                     noise_std=plan.z * sens, batch=batch)
+    if exact_gradients(p):
+        g = cur.exact("increment", restrict(query, slots), batch=batch)
+    else:
+        g = cur.gaussian("increment", restrict(query, slots), sensitivity=sens,
+                         noise_std=plan.z * sens, batch=batch)
     return _split(g * C_b, s.d1)
 
 
@@ -562,13 +586,14 @@ def _start(cur: Curator, s: MinimaxSetting) -> tuple[Any, Any]:
 
 def outer_loop(cur: Curator, d1: int, esc: EscapeSchedule, T: int,
                update: Callable[[int, UpdaterState], UpdaterState], st: UpdaterState,
-               pert_rng: np.random.Generator) -> Any:
+               pert_rng: np.random.Generator, *, with_certificate: bool = False) -> Any:
     """Algorithm 2 (lines 1-22) for every trial at once, branch by branch under masks.
 
     ``update(t, state)`` is line 3 (Algorithm 3); everything else reads only its v_t and
     public randomness (post-processing, notes A2-5). Returns x_out (trials, d1): x_{m_s}
     when a trial certifies (line 19) or at the end (line 22) if it ever anchored, else x_T
-    (notes A2-2).
+    (notes A2-2). ``with_certificate``: also return, per trial, whether line 19 certified
+    the anchor (True) or the budget ran out (False).
 
     Examples
     --------
@@ -627,11 +652,17 @@ def outer_loop(cur: Curator, d1: int, esc: EscapeSchedule, T: int,
         if done.all():
             break
     last = xp.where(_per_trial(cur, anchored.astype(float)) > 0, anchor, st.x)  # line 22
-    return xp.where(_per_trial(cur, (~done).astype(float)) > 0, last, x_out)
+    out = xp.where(_per_trial(cur, (~done).astype(float)) > 0, last, x_out)
+    return (out, done) if with_certificate else out
 
 
 def dp_rgda(*, sound: bool, style: str):
-    """Algorithm 2 with Algorithm 3 as a ``run(cur, problem, params)`` function."""
+    """Algorithm 2 with Algorithm 3 as a ``run(cur, problem, params)`` function.
+
+    The run returns x_out (trials, d1); with ``params["certificate"]`` true, (trials,
+    d1 + 1) whose last column is 1 where Algorithm 2 certified x_out (line 19) and 0 where
+    its budget ran out (line 22).
+    """
 
     def run(cur: Curator, problem: Problem, params: Mapping[str, Any]) -> Any:
         s = setting_of(problem)
@@ -640,6 +671,9 @@ def dp_rgda(*, sound: bool, style: str):
             p["lam"] = 1.0 / (2.0 * s.L) if sound else 1.0 / (6.0 * s.L)  # Lemma 8: 1/(6L)
         if int(p["K"]) < 1:
             raise InputError(f"K must be >= 1, got {p['K']}")
+        if exact_gradients(p) and not sound:
+            raise InputError("exact_gradients is a switch of the sound variants only (the "
+                             "escape demonstration); the printed noise has its own findings")
         esc = escape_schedule(p, s, cur.n, style=style)
         x, y = _start(cur, s)
         plan = sound_plan(cur, p) if sound else None
@@ -658,6 +692,14 @@ def dp_rgda(*, sound: bool, style: str):
                 return sound_updater(cur, problem, p, plan, t, state)
             return paper_updater(cur, problem, p, pn, t, state, stream)
 
-        return outer_loop(cur, s.d1, esc, int(p["T"]), update, st, pert_rng)
+        if not p.get("certificate"):
+            return outer_loop(cur, s.d1, esc, int(p["T"]), update, st, pert_rng)
+        # The certificate is part of the output (post-processing of v, notes A2-5): x_out
+        # with one more column, 1 where line 19 certified x_out as an alpha-SOSP
+        # (dpverify.certificates reads this layout).
+        x_out, done = outer_loop(cur, s.d1, esc, int(p["T"]), update, st, pert_rng,
+                                 with_certificate=True)
+        flag = cur.xp.reshape(cur.backend.asarray(done.astype(float)), (cur.trials, 1))
+        return cur.xp.concat([x_out, flag], axis=1)
 
     return run
