@@ -25,15 +25,22 @@ from algorithms.paper000.divergences import (
     get_divergence,
     numeric_conjugate,
 )
-from algorithms.paper000.double_spider import _eta_query, _x_query, dual_constants
+from algorithms.paper000.double_spider import (
+    _eta_query,
+    _x_query,
+    dual_constants,
+    spider_schedule,
+)
 from algorithms.paper000.dp_sgd import joint_grad_query
 from algorithms.paper000.problems import (
+    balanced_test_set,
     compositional_value_and_grad,
     dual_value_and_grad,
     imbalanced_groups,
+    make_dual_problem,
     optimal_eta,
 )
-from algorithms.paper000.recursive_spider import _s_query, _u_query, _v_query
+from algorithms.paper000.recursive_spider import _s_query, _u_query, _v_query, theorem8_schedule
 from dpverify.accounting import account_ledger
 from dpverify.checks import CheckSpec, RunContext, run_check
 from dpverify.claims import Verdict
@@ -365,3 +372,47 @@ def test_torch_backend_runs_the_same_algorithm(target):
     ref, _ = run_target(t, p, prob, trials=2, rng=1)
     out, cur = run_target(t, p, prob, trials=2, rng=1, backend="torch")
     np.testing.assert_allclose(cur.backend.to_numpy(out), np.asarray(ref), atol=1e-10)
+
+
+# Schedules, the test split and large-epsilon calibration --------------------------------
+
+def test_t_per_n_gives_theorem7s_n_proportional_schedule():
+    base = {"epsilon": 1.0, "delta": 1e-3, "q": None, "epochs": 3, "batch": None}
+    for n in (100, 400, 1600):
+        q, T, _ = spider_schedule({**base, "T_per_n": 2.0}, n, 5)
+        assert T % q == 0 and 2 * n <= T < 2 * n + q
+        # epochs no longer matter once T is tied to n
+        assert spider_schedule({**base, "epochs": 50, "T_per_n": 2.0}, n, 5)[1] == T
+
+
+def test_theorem8_schedule_overrides_the_pinned_one():
+    t = resolve("dp_recursive_spider:sound")
+    p = t.algorithm.params("sound", {"n": 200, "T": 60, "q": 10, "schedule": "theorem8"})
+    prob = build_problem(t, p, 0)
+    free = t.algorithm.params("sound", {"n": 200, "T": None, "q": None, "b2": None})
+    assert theorem8_schedule(p, prob, 200, 5) == theorem8_schedule(free, prob, 200, 5)
+    assert theorem8_schedule({**p, "schedule": "given"}, prob, 200, 5)[:2] == (60, 10)
+
+
+def test_balanced_test_set_shares_the_directions_but_not_the_imbalance():
+    """The mean projection on the minority direction is 0.5 x (minority share): ~0.05 in
+    training (10%) and ~0.25 in the test set (50%). Each mean has standard deviation below
+    1/sqrt(d n) = 0.022 at n = 400, d = 5; the bands are > 4 of them wide on each side, so
+    this fails with probability < 1e-4 (fixed seeds: it is deterministic)."""
+    prob = make_dual_problem({"n": 400, "d": 5, "minority": 0.1, "divergence": "chi2",
+                              "dro_lambda": 0.5}, np.random.default_rng(0))
+    w_min = prob.info["w_minority"]
+    test = balanced_test_set(prob, np.random.default_rng(1))
+    assert test.n == 400 and set(np.unique(test.y)) <= {-1.0, 1.0}
+    assert np.all(np.linalg.norm(test.X, axis=1) <= 1.0)
+    assert abs(float(np.mean(prob.data.X @ w_min)) - 0.05) < 0.1
+    assert abs(float(np.mean(test.X @ w_min)) - 0.25) < 0.1
+
+
+def test_sound_calibration_holds_at_large_epsilon():
+    # the coarser PLD step used above epsilon = 1 must stay pessimistic
+    spec = CheckSpec("ds16", "account", "dp_double_spider:sound",
+                     params={"n": 100, "epsilon": 16.0, "T_per_n": 1.0})
+    res = run_check(spec, RunContext())
+    assert res.outcome.verdict == Verdict.PASS, res.outcome.message
+    assert 0.9 < res.outcome.metrics["ratio"] <= 1.0

@@ -268,6 +268,7 @@ DP_RECURSIVE_SPIDER = Algorithm(
         "rho": 0.05, "lam0": 1.0, "lam_init": 2.0,
         "epsilon": 1.0, "delta": 1e-3,
         "T": None, "q": None, "b2": None,  # None: Theorem 8
+        "schedule": "given",  # "theorem8": Theorem 8's T, q, b2 whatever is given
         "lr": 0.5, "beta": 0.5,
         "clip_v": 1.0, "clip_u": 3.0, "clip_s": 3.0, "clip_dv": None, "clip_du": None,
         "s_batch": None, "c_noise": None, "output": "random",

@@ -167,10 +167,14 @@ def calibrate_streams(epsilon: float, delta: float, n: int,
                for s, r, k in parts]
         return evs[0] if len(evs) == 1 else dpa.ComposedDpEvent(evs)
 
+    # The PLD grid spans privacy losses up to ~epsilon: a step proportional to epsilon keeps
+    # its size (and the time) bounded at large epsilon (rate sweeps up to 16).
+    step = 1e-3 * max(1.0, epsilon)
+
     def fresh() -> dpa.PrivacyAccountant:
         # coarser than the ledger's accountant: pessimistic, so the noise found is enough
         return PLDAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE,
-                             value_discretization_interval=1e-3)
+                             value_discretization_interval=step)
 
     def eps_of(z: float) -> float:
         return float(fresh().compose(make(z)).get_epsilon(delta))

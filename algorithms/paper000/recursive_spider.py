@@ -64,6 +64,9 @@ def theorem8_schedule(p: Mapping[str, Any], problem: Problem, n: int,
                       d: int) -> tuple[int, int, int]:
     """(T, q, b2) of Theorem 8 (line 651) unless given; q capped at T, b2 at n.
 
+    ``schedule="theorem8"`` uses Theorem 8's values even where T, q, b2 are set (a suite
+    can pin them for the scale and still sweep n at the theorem's schedule).
+
     T = max{((Psi0 L)^(1/4) n eps / sqrt(G d log))^(4/3), n eps / sqrt(d log)},
     q = n^2 eps^2 / (L^2 T d log), b2 = max{(G n eps / sqrt(Psi0 L d log))^(2/3),
     (G n d log)^(1/3) / ((L Psi0)^(1/6) eps^(2/3))}, log = log(1/delta), all floored.
@@ -76,10 +79,15 @@ def theorem8_schedule(p: Mapping[str, Any], problem: Problem, n: int,
     >>> theorem8_schedule(prm, make_compositional_problem(prm, np.random.default_rng(0)),
     ...                   500, 5)
     (494, 494, 22)
+    >>> theorem8_schedule({**prm, "T": 60, "q": 10, "schedule": "theorem8"},
+    ...                   make_compositional_problem(prm, np.random.default_rng(0)), 500, 5)
+    (494, 494, 22)
     """
     info = problem.info
     G, L, psi0 = float(info["lipschitz"]), float(info["smoothness"]), float(info["psi0_bound"])
     eps, logd = float(p["epsilon"]), math.log(1.0 / float(p["delta"]))
+    if str(p.get("schedule", "given")) == "theorem8":  # ignore T, q, b2 even when given
+        p = {**p, "T": None, "q": None, "b2": None}
     T = p.get("T")
     if T is None:
         T = math.floor(max(((psi0 * L) ** 0.25 * n * eps / math.sqrt(G * d * logd)) ** (4 / 3),
