@@ -215,7 +215,8 @@ def mislabelled_copies(problem, rng):
 
 
 @pytest.mark.statistical
-def test_heldout_nonmembers_measure_a_shift_not_membership() -> None:
+def test_heldout_nonmembers_measure_a_shift_not_membership(
+        capsys: pytest.CaptureFixture) -> None:
     """Non-members from a shifted set: the loss attack separates them from members whatever
     the noise (AUC ~0.9 on a sound model), and its AUC lower bound crosses a small claim's
     ceiling, while the DP game on the same model stays below it. The heldout FAIL has
@@ -236,6 +237,14 @@ def test_heldout_nonmembers_measure_a_shift_not_membership() -> None:
                              records="outlier", **opts)
     with pytest.raises(InputError, match="nonmembers"):
         membership_inference("dp_sgd:sound", nonmembers="testset", **opts)
+    # the same from the command line: exit 1, and the summary says it is not the DP game
+    args = ["mia", "dp_sgd:sound", "--attack", "loss", "--trials", "300", "--pool", "8",
+            "--epsilon", "0.1", "--confidence", "0.99",
+            "--nonmembers", f"{HERE}:mislabelled_copies"]
+    for k, v in SMALL.items():
+        args += ["--param", f"{k}={v}"]
+    assert main(args) == 1
+    assert "not the DP game" in capsys.readouterr().out
 
 
 @pytest.mark.statistical

@@ -52,6 +52,9 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                         "module:function (outputs, X, y) -> (trials, records)")
     p.add_argument("--data", default=None,
                    help="records for a callable: synthetic (default) or module:function")
+    p.add_argument("--nonmembers", default="pool",
+                   help="pool (default: the DP game) or module:function f(problem, rng) "
+                        "returning held-out records, e.g. a test set (not the DP game)")
     p.add_argument("--relation", choices=RELATIONS, default=None,
                    help="neighbouring relation (default: the claim's)")
     p.add_argument("--no-auc-test", action="store_true",
@@ -94,6 +97,7 @@ def run_command(args: argparse.Namespace) -> int:
         "trials": args.trials if args.trials is not None else DEFAULT_TRIALS,
         "design": args.design, "pool": args.pool, "records": args.records,
         "confidence": args.confidence, "statistic": args.statistic, "data": args.data,
+        "nonmembers": args.nonmembers,
         "relation": args.relation, "auc_test": not args.no_auc_test,
         "block_size": args.block_size, "params": parse_params(args.param), "seed": args.seed,
         "scale": args.scale, "backend": args.backend,
