@@ -107,7 +107,7 @@ def spider_schedule(p: Mapping[str, Any], n: int, d: int) -> tuple[int, int, int
     q = ceil((n eps / sqrt(d log(1/delta)))^(2/3)) (Theorem 7, line 480) unless given;
     T = ``epochs`` q, or with ``T_per_n`` the smallest multiple of q at least
     ``T_per_n`` n (Theorem 7's T = n0 q >= 6 n c0 (L(x0, eta0) - inf L) is Theta(n)
-    whatever epsilon; its constant 6 c0 (L(x0, eta0) - inf L) is at most 12 here);
+    whatever epsilon; its constant 6 c0 (L(x0, eta0) - inf L) is at most 18 here);
     N2 = N4 = ``batch`` or q, the Theta(q) of Theorem 7 (its other terms' constants exceed
     n at these sizes), capped at n.
 
