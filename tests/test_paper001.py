@@ -16,14 +16,17 @@ from algorithms.paper001.estimators import EstimatorSpec, draw_directions, recor
 from algorithms.paper001.multi_pass import multi_pass_setup
 from algorithms.paper001.problems import PiecewiseLinearGLM
 from algorithms.paper001.single_pass import single_pass_setup
+from algorithms.paper001.tree_mechanism import tree_noise
 from dpverify.checks import CheckSpec, RunContext, run_check
 from dpverify.claims import Verdict
 from dpverify.curator import Curator
 from dpverify.data import Dataset, NeighbourPair
 from dpverify.execution import build_problem, run_target
 from dpverify.registry import all_algorithms, resolve
+from dpverify.tree import tree_levels
 
-VARIANTS = [(a.name, v) for a in ALGORITHMS for v in a.variants]
+O2NC = [a for a in ALGORITHMS if a.name.startswith("o2nc")]  # tree_prefix: tests below
+VARIANTS = [(a.name, v) for a in O2NC for v in a.variants]
 SOUND = [f"{a}:{v}" for a, v in VARIANTS if resolve(f"{a}:{v}").variant.kind == "sound"]
 SINGLE_PASS = ["o2nc_zo", "o2nc_fo"]
 
@@ -199,3 +202,49 @@ def test_torch_backend_runs_the_same_code(target):
     out_t, cur = run_target(t, p, problem, trials=2, rng=5, backend="torch")
     np.testing.assert_allclose(cur.backend.to_numpy(out_t), np.asarray(out_np), rtol=1e-7,
                                atol=1e-9)
+
+
+# The tree mechanism alone (Algorithm 1) ----------------------------------------------------
+
+
+@pytest.mark.parametrize("Sigma", [1, 5, 8, 16])
+def test_tree_charges_each_record_only_the_nodes_above_its_leaf(Sigma):
+    # B = 2 records per leaf; the first leaf lies below one node per level, the last one
+    # below the nodes its prefix needs: at most floor(log2 Sigma) + 1, never more.
+    _, cur, _, _ = _run("tree_prefix:sound", {"Sigma": Sigma, "n": 2 * Sigma, "B": 2})
+    charges = sum(r.touched[0].astype(int) for r in cur.ledger)
+    assert charges.max() == charges[0] == tree_levels(Sigma)
+    assert len(cur.ledger) == Sigma and cur.ledger.records_touched > 0
+    # the account is tight: noise set for exactly levels nodes buys exactly the claim
+    out = _account("tree_prefix:sound", {"Sigma": Sigma, "n": 2 * Sigma, "B": 2})
+    assert out.metrics["epsilon_accountant"] == pytest.approx(1.0, abs=2e-3)
+
+
+def test_tree_prefix_sums_are_the_clipped_leaf_means_plus_noise():
+    p = {"Sigma": 4, "n": 8, "B": 2, "epsilon": 1e3}  # large epsilon: small noise
+    out, cur, problem, params = _run("tree_prefix:sound", p, trials=2)
+    X = problem.data.X / np.maximum(1.0, np.linalg.norm(problem.data.X, axis=1))[:, None]
+    want = np.cumsum(X.reshape(4, 2, -1).mean(axis=1), axis=0).reshape(-1)
+    sigma = tree_noise(params, 2.0 / 2, rule="levels")
+    assert np.all(np.abs(out - want) < 8 * sigma * math.sqrt(3))
+
+
+def test_tree_noise_rules_differ_where_the_notes_say():
+    p = {"epsilon": 1.0, "delta": 1e-5}
+    # one level short exactly at powers of two (ceil(log2 S) = floor(log2 S) + 1 - 1)
+    for S in (2, 4, 16, 64):
+        ratio = tree_noise({**p, "Sigma": S}, 1.0, rule="levels") / tree_noise(
+            {**p, "Sigma": S}, 1.0, rule="ceil_log2")
+        assert ratio == pytest.approx(math.sqrt(tree_levels(S) / (tree_levels(S) - 1)))
+    assert tree_noise({**p, "Sigma": 5}, 1.0, rule="levels") == pytest.approx(
+        tree_noise({**p, "Sigma": 5}, 1.0, rule="ceil_log2"))
+    assert tree_noise({**p, "Sigma": 1}, 1.0, rule="paper") == 0.0  # Prop. 2.5 at Sigma = 1
+
+
+@pytest.mark.parametrize("variant,verdict", [("sound", Verdict.PASS), ("paper", Verdict.FAIL),
+                                             ("planted_levels", Verdict.FAIL)])
+def test_tree_accounts_as_its_variant_promises(variant, verdict):
+    out = _account(f"tree_prefix:{variant}")
+    assert out.verdict == verdict, out.message
+    if variant == "planted_levels":  # one node too many: 5 / 4 of the squared load
+        assert 1.05 < out.metrics["epsilon_accountant"] < 1.3

@@ -20,6 +20,7 @@ from dpverify.suites import load_suite
 
 SUITE = Path(__file__).resolve().parents[1] / "suites" / "papers" / "001.toml"
 TARGETS = [f"{a.name}:{v}" for a in ALGORITHMS for v in a.variants]
+RATED = [t for t in TARGETS if resolve(t).variant.utility is not None]  # not tree_prefix
 
 
 def _entries() -> list[dict]:
@@ -45,7 +46,8 @@ def test_every_paper_variant_fails_by_independent_kinds(target):
 @pytest.mark.parametrize("target", [t for t in TARGETS if resolve(t).variant.kind == "sound"])
 def test_every_sound_variant_passes_the_whole_battery(target):
     mine = [e for e in _entries() if e["target"] == target]
-    assert all(e["expected"] == "PASS" for e in mine)
+    # privacy is never in question; rate checks state what the data resolve (see below)
+    assert all(e["expected"] == "PASS" for e in mine if e["kind"] != "rate")
     assert {"account", "sensitivity", "audit", "agree"} <= {e["kind"] for e in mine}
     audits = [e for e in mine if e["kind"] == "audit"]
     assert all(e["options"]["confidence"] >= 0.999 for e in audits)
@@ -53,7 +55,37 @@ def test_every_sound_variant_passes_the_whole_battery(target):
                == "sound")
 
 
-@pytest.mark.parametrize("target", TARGETS)
+def test_rate_checks_cover_each_regime_and_the_baseline_line():
+    rates = {e["id"]: e for e in _entries() if e["kind"] == "rate"}
+    # beta(n) of both single-pass oracles with the floor-aware model
+    for cid in ("o2nc_fo.sound.rate.n.private", "o2nc_zo.sound.rate.n.private"):
+        assert rates[cid]["options"]["model"] == "offset"
+        assert rates[cid]["options"]["vary"] == "n"
+    # a sound variant's rate check FAILs only against a line other than its own theorem
+    for e in rates.values():
+        if e["expected"] == "FAIL":
+            assert e["options"].get("theory"), e["id"]
+    assert rates["o2nc_zo.sound.rate.d.zhang"]["options"]["theory"] == {"d": 0.75}
+    # grid points lie inside the regime each check names
+    for cid, inside in (("o2nc_fo.sound.rate.n.private", True),
+                        ("o2nc_zo.sound.rate.n.private", True)):
+        e = rates[cid]
+        th = Theory.from_claim(resolve(e["target"]).variant.utility)
+        p = resolve(e["target"]).algorithm.params("sound", e["params"])
+        assert all(th.in_regime({**p, "n": n}) == inside for n in e["options"]["values"])
+
+
+def test_the_sound_tree_is_charged_exactly_its_levels():
+    """Coverage: noise set for floor(log2 Sigma) + 1 nodes per record buys exactly the claim
+    on the ledger's per-record composition; one level fewer (planted) exceeds it."""
+    out = _suite_check("tree_prefix.sound.account")
+    assert out.verdict == Verdict.PASS
+    assert out.metrics["epsilon_accountant"] == pytest.approx(1.0, abs=1e-3)
+    out = _suite_check("tree_prefix.planted_levels.account")
+    assert out.verdict == Verdict.FAIL and out.metrics["epsilon_accountant"] > 1.05
+
+
+@pytest.mark.parametrize("target", RATED)
 def test_declared_regimes_are_expressions_a_rate_check_evaluates(target):
     t = resolve(target)
     theory = Theory.from_claim(t.variant.utility)

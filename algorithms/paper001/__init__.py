@@ -8,7 +8,9 @@ estimates projected onto balls, noise calibrated by the accountant):
 
 * ``o2nc_zo``: single-pass zero-order oracle, Algorithm 3 (Theorem 3.1);
 * ``o2nc_erm``: multi-pass zero-order ERM oracle, Algorithm 4 (Theorem 4.1);
-* ``o2nc_fo``: single-pass first-order oracle, Algorithm 5 (Theorem 6.1).
+* ``o2nc_fo``: single-pass first-order oracle, Algorithm 5 (Theorem 6.1);
+* ``tree_prefix``: the tree mechanism of Algorithm 1 alone, one period of noisy prefix sums
+  (sound, as printed, and a planted one-level-short calibration).
 
 The tree mechanism (Algorithm 1) is the curator primitive :mod:`dpverify.tree`; the
 Goldstein stationarity metric is :mod:`dpverify.metrics_goldstein`.
@@ -16,7 +18,8 @@ Goldstein stationarity metric is :mod:`dpverify.metrics_goldstein`.
 
 from algorithms.paper001.multi_pass import O2NC_ERM
 from algorithms.paper001.single_pass import O2NC_FO, O2NC_ZO
+from algorithms.paper001.tree_mechanism import TREE
 
-ALGORITHMS = [O2NC_ZO, O2NC_ERM, O2NC_FO]
+ALGORITHMS = [O2NC_ZO, O2NC_ERM, O2NC_FO, TREE]
 
-__all__ = ["ALGORITHMS", "O2NC_ERM", "O2NC_FO", "O2NC_ZO"]
+__all__ = ["ALGORITHMS", "O2NC_ERM", "O2NC_FO", "O2NC_ZO", "TREE"]
