@@ -6,7 +6,7 @@ returns its anchor as an alpha-SOSP when t_thres perturbed steps did not move it
 (more precisely 4 delta1 + delta2 for the population Lemma 9). The ``certificate`` check
 measures that promise: it runs the target over seeded trials, reads each trial's
 certificate flag, evaluates the property the certificate asserts with a registered metric
-computed without privacy (e.g. :func:`dpverify.metrics_sosp.sosp_alpha` with the exact
+computed without privacy (e.g. :func:`dpverify.rates.sosp.sosp_alpha` with the exact
 grad Phi and lambda_min of the Schur-complement Hessian), and bounds the rate of
 "certified and false" with Clopper-Pearson.
 

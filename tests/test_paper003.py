@@ -32,7 +32,7 @@ from dpverify.curator import Curator
 from dpverify.data import Dataset, NeighbourPair
 from dpverify.errors import InputError
 from dpverify.execution import build_problem, run_target
-from dpverify.metrics_sosp import (
+from dpverify.rates.sosp import (
     grad_norm_phi,
     inner_argmax,
     min_eig_phi,

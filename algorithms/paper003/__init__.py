@@ -13,7 +13,7 @@ in Stochastic Minimax Optimization". Registered algorithms (entry point
 
 Every claim is (epsilon, delta)-DP under replace-one neighbours (Definition 1, line 51).
 Test problems: :mod:`algorithms.paper003.problems`; second-order metrics of Phi:
-:mod:`dpverify.metrics_sosp`. Line numbers refer to ``003_74f15e792d6d2225.txt``.
+:mod:`dpverify.rates.sosp`. Line numbers refer to ``003_74f15e792d6d2225.txt``.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from algorithms.paper003.problems import PROBLEM_DEFAULTS, make_minimax_problem
 from algorithms.paper003.rgda import dp_rgda
 from algorithms.paper003.sgda import dp_sgda
 from dpverify.claims import Finding
-from dpverify.metrics_sosp import METRICS as SOSP_METRICS
 from dpverify.rates import register_metric
+from dpverify.rates.sosp import METRICS as SOSP_METRICS
 from dpverify.registry import Algorithm, Variant
 
 __all__ = ["ALGORITHMS", "DP_RGDA", "DP_SGDA"]

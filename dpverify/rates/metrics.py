@@ -140,4 +140,4 @@ def _deferred(module: str, attr: str, name: str, *aliases: str) -> None:
 
 _deferred("dpverify.metrics_goldstein", "goldstein", "goldstein", "goldstein_stationarity")
 for _name in ("grad_norm_phi", "min_eig_phi", "sosp_alpha", "phi_value"):
-    _deferred("dpverify.metrics_sosp", _name, _name)
+    _deferred("dpverify.rates.sosp", _name, _name)
