@@ -14,7 +14,7 @@ from algorithms.paper001.problems import (
     make_problem,
 )
 from dpverify.data import Dataset
-from dpverify.metrics_goldstein import (
+from dpverify.rates.goldstein import (
     certified_lower,
     goldstein,
     goldstein_bounds,

@@ -13,7 +13,7 @@ estimates projected onto balls, noise calibrated by the accountant):
   (sound, as printed, and a planted one-level-short calibration).
 
 The tree mechanism (Algorithm 1) is the curator primitive :mod:`dpverify.tree`; the
-Goldstein stationarity metric is :mod:`dpverify.metrics_goldstein`.
+Goldstein stationarity metric is :mod:`dpverify.rates.goldstein`.
 """
 
 from algorithms.paper001.multi_pass import O2NC_ERM

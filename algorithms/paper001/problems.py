@@ -49,7 +49,7 @@ class PiecewiseLinearGLM:
     """f(x; (a, b)) = phi(<a, x>, b) with phi piecewise linear in the margin, slopes in [-1, 1].
 
     ``kinks(b)`` lists, per record, margins where phi may change slope (a superset is fine):
-    the exact Goldstein lower bound of :mod:`dpverify.metrics_goldstein` uses them.
+    the exact Goldstein lower bound of :mod:`dpverify.rates.goldstein` uses them.
 
     Examples
     --------

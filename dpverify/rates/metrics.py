@@ -138,6 +138,6 @@ def _deferred(module: str, attr: str, name: str, *aliases: str) -> None:
     register_metric(name, *aliases)(metric)
 
 
-_deferred("dpverify.metrics_goldstein", "goldstein", "goldstein", "goldstein_stationarity")
+_deferred("dpverify.rates.goldstein", "goldstein", "goldstein", "goldstein_stationarity")
 for _name in ("grad_norm_phi", "min_eig_phi", "sosp_alpha", "phi_value"):
     _deferred("dpverify.rates.sosp", _name, _name)
