@@ -15,6 +15,7 @@ from dpverify.checks import CheckSpec, RunContext, run_check
 from dpverify.claims import Verdict
 from dpverify.execution import build_problem
 from dpverify.rates.theory import Theory
+from dpverify.rates.verify import resolve_theory
 from dpverify.registry import resolve
 from dpverify.suites import load_suite
 
@@ -73,6 +74,15 @@ def test_rate_checks_cover_each_regime_and_the_baseline_line():
         th = Theory.from_claim(resolve(e["target"]).variant.utility)
         p = resolve(e["target"]).algorithm.params("sound", e["params"])
         assert all(th.in_regime({**p, "n": n}) == inside for n in e["options"]["values"])
+    # the non-private check names its own line (n^-1/3) and regime, which every point meets
+    e = rates["o2nc_fo.sound.rate.n.nonprivate"]
+    th = resolve_theory(e["target"], theory=e["options"]["theory"],
+                        regime=e["options"]["regime"])
+    assert th.exponents == {"n": pytest.approx(-1 / 3)}
+    p = resolve(e["target"]).algorithm.params("sound", e["params"])
+    assert all(th.in_regime({**p, "n": n}) for n in e["options"]["values"])
+    private = Theory.from_claim(resolve(e["target"]).variant.utility)
+    assert not any(private.in_regime({**p, "n": n}) for n in e["options"]["values"])
 
 
 def test_the_sound_tree_is_charged_exactly_its_levels():
