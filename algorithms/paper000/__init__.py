@@ -35,35 +35,22 @@ __all__ = ["ALGORITHMS", "DP_DOUBLE_SPIDER", "DP_RECURSIVE_SPIDER", "DP_SGD_DRO"
 
 # Theorem 2 (line 175) / Theorem 7 (line 482): 1/sqrt(n) + (sqrt(d log(1/delta))/(n eps))^(2/3);
 # the privacy term dominates iff n <= (d log(1/delta))^2 / eps^4 (Sec. 4, line 188).
-DOUBLE_SPIDER_UTILITY = UtilityClaim(
-    quantity="grad_norm",
-    exponents={"n": -2.0 / 3.0, "d": 1.0 / 3.0, "epsilon": -2.0 / 3.0},
-    log_factors=("log(1/delta)**(1/3)",),
-    sided="upper",
-    regime=("n <= (d*log(1/delta))**2/epsilon**4",),
+DOUBLE_SPIDER_UTILITY = UtilityClaim.private_rate(
+    "grad_norm", 2 / 3, regime=("n <= (d*log(1/delta))**2/epsilon**4",),
     source="paper 000, Theorem 2 (Theorem 7)",
 )
 
 # Theorem 4 (line 225) / Theorem 8 (line 653): (sqrt(Psi0 L G) sqrt(d log(1/delta))/(n eps))^(2/3)
 # for n >= max{(G eps)^2/(Psi0 L d log), sqrt(d) max{1, sqrt(L Psi0/G)}/eps}; with the
 # problem's G = 1/4, L = 1/(6 sqrt 3), Psi0 <= 1.5 the second is sqrt(d)/eps and the first < 1.
-RECURSIVE_SPIDER_UTILITY = UtilityClaim(
-    quantity="grad_norm",
-    exponents={"n": -2.0 / 3.0, "d": 1.0 / 3.0, "epsilon": -2.0 / 3.0},
-    log_factors=("log(1/delta)**(1/3)",),
-    sided="upper",
-    regime=("n*epsilon >= sqrt(d)",),
+RECURSIVE_SPIDER_UTILITY = UtilityClaim.private_rate(
+    "grad_norm", 2 / 3, regime=("n*epsilon >= sqrt(d)",),
     source="paper 000, Theorem 4 (Theorem 8)",
 )
 
 # Remark 1 (line 178): (sqrt(d log(1/delta))/(n eps))^(1/2), cited, not proved.
-DP_SGD_UTILITY = UtilityClaim(
-    quantity="grad_norm",
-    exponents={"n": -0.5, "d": 0.25, "epsilon": -0.5},
-    log_factors=("log(1/delta)**(1/4)",),
-    sided="upper",
-    regime=("n*epsilon >= sqrt(d)",),
-    source="paper 000, Remark 1",
+DP_SGD_UTILITY = UtilityClaim.private_rate(
+    "grad_norm", 1 / 2, regime=("n*epsilon >= sqrt(d)",), source="paper 000, Remark 1",
 )
 
 # Findings shared by the paper ------------------------------------------------------------

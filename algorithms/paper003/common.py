@@ -234,23 +234,15 @@ def nominal(spec: tuple[Any, ...], n: int) -> float:
 # ``source`` rather than as a string comparison the rate checker cannot evaluate.
 
 #: Theorem 1 (line 276): alpha = O~(eps_bar^(2/3)), eps_bar = sqrt(d log(1/delta))/(n eps).
-THEOREM1 = UtilityClaim(
-    quantity="sosp_alpha",
-    exponents={"n": -2.0 / 3.0, "d": 1.0 / 3.0, "epsilon": -2.0 / 3.0},
-    log_factors=("log(1/delta)**(1/3)",),
-    sided="upper",
-    regime=("n*epsilon >= sqrt(d*log(1/delta))",),
+THEOREM1 = UtilityClaim.private_rate(
+    "sosp_alpha", 2 / 3, regime=("n*epsilon >= sqrt(d*log(1/delta))",),
     source="paper 003, Theorem 1 (empirical Phi_S)",
 )
 
 #: Theorem 2 (line 312): alpha = O~(n^(-1/3) + eps_bar^(1/2)); exponents of the privacy
 #: term, which dominates when eps_bar^(1/2) >= n^(-1/3).
-THEOREM2 = UtilityClaim(
-    quantity="sosp_alpha",
-    exponents={"n": -0.5, "d": 0.25, "epsilon": -0.5},
-    log_factors=("log(1/delta)**(1/4)",),
-    sided="upper",
-    regime=("sqrt(d*log(1/delta))/(n*epsilon) >= n**(-2/3)",),
+THEOREM2 = UtilityClaim.private_rate(
+    "sosp_alpha", 1 / 2, regime=("sqrt(d*log(1/delta))/(n*epsilon) >= n**(-2/3)",),
     source="paper 003, Theorem 2 (population Phi)",
 )
 
