@@ -50,6 +50,15 @@ def parse_params(items: Sequence[str] | None) -> dict[str, Any]:
     return out
 
 
+def add_claim_arguments(p: argparse.ArgumentParser) -> None:
+    """TARGET and the claim to judge it against, for commands that test a privacy claim."""
+    p.add_argument("target", help="name, name:variant, or module:function")
+    p.add_argument("--epsilon", type=float, default=None,
+                   help="claimed epsilon (default: a registered target's own claim)")
+    p.add_argument("--delta", type=float, default=None,
+                   help="claimed delta in (0, 1) (default: a registered target's own claim)")
+
+
 def add_common_options(p: argparse.ArgumentParser, *, suite: bool = False) -> None:
     """Options shared by the subcommands that run trials."""
     p.add_argument("--seed", type=int, default=0, help="root seed (default 0)")

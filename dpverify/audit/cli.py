@@ -20,6 +20,7 @@ from typing import Any
 from dpverify.audit.check import DEFAULT_TRIALS, audit
 from dpverify.audit.result import MODES, AuditResult
 from dpverify.claims import RELATIONS
+from dpverify.cli import add_claim_arguments
 
 
 def configure_parser(p: argparse.ArgumentParser) -> None:
@@ -29,11 +30,7 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                      "a registered algorithm (name or name:variant; see `dpverify list`) or "
                      "module:function with signature f(data, rng, trials) -> array "
                      "(trials, ...).")
-    p.add_argument("target", help="name, name:variant, or module:function")
-    p.add_argument("--epsilon", type=float, default=None,
-                   help="claimed epsilon (default: a registered target's own claim)")
-    p.add_argument("--delta", type=float, default=None,
-                   help="claimed delta in (0, 1) (default: a registered target's own claim)")
+    add_claim_arguments(p)
     p.add_argument("--mode", choices=MODES, default="blackbox",
                    help="blackbox (outputs only), whitebox (every release, by replay) or "
                         "onerun (m canaries, one run)")

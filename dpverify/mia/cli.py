@@ -18,6 +18,7 @@ import argparse
 from typing import Any
 
 from dpverify.claims import RELATIONS
+from dpverify.cli import add_claim_arguments
 from dpverify.mia.core import DEFAULT_POOL, DEFAULT_TRIALS, MiaResult, membership_inference
 from dpverify.mia.game import DESIGNS, RECORD_KINDS
 
@@ -29,11 +30,7 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                      "must stay under. TARGET is a registered algorithm (name or name:variant) "
                      "or module:function with signature f(data, rng, trials) -> array "
                      "(trials, p).")
-    p.add_argument("target", help="name, name:variant, or module:function")
-    p.add_argument("--epsilon", type=float, default=None,
-                   help="claimed epsilon (default: a registered target's own claim)")
-    p.add_argument("--delta", type=float, default=None,
-                   help="claimed delta in (0, 1) (default: a registered target's own claim)")
+    add_claim_arguments(p)
     p.add_argument("--attack", default="lira", help="lira (default), loss, or auto (both)")
     p.add_argument("--trials", type=int, default=None,
                    help=f"models trained, shadows included (default {DEFAULT_TRIALS})")

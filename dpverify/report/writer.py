@@ -14,6 +14,7 @@ from typing import Any
 from dpverify.checks import CheckResult, jsonable
 from dpverify.errors import InputError
 from dpverify.report.io import write_json_atomic, write_text_atomic
+from dpverify.report.paper import num as _num
 
 SCHEMA_VERSION = "1.1"
 _PACKAGES = ("dpverify", "numpy", "scipy", "dp-accounting", "statsmodels", "hypothesis",
@@ -211,16 +212,6 @@ def load_report(path: str | Path, what: str = "baseline") -> dict[str, Any]:
         raise InputError(f"{what} {str(p)!r} has schema {rep.get('schema_version')!r}, "
                          f"expected {SCHEMA_VERSION}")
     return rep
-
-
-def _num(x: Any) -> float | None:
-    if isinstance(x, bool):
-        return None
-    if isinstance(x, (int, float)):
-        return float(x)
-    if x in ("inf", "-inf", "nan"):
-        return float(x)
-    return None
 
 
 def epsilon_lower_interval(check: dict[str, Any]) -> tuple[str, float, float] | None:
