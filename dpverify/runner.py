@@ -44,7 +44,7 @@ def _run_one(spec: CheckSpec, ctx: RunContext) -> CheckResult:
 
 def _portable(ctx: RunContext) -> RunContext:
     # A progress callback belongs to the parent's console and does not cross processes.
-    return dataclasses.replace(ctx, progress=None, extras=dict(ctx.extras))
+    return dataclasses.replace(ctx, progress=None)
 
 
 def run_checks(

@@ -296,8 +296,6 @@ def run_command(args: Any) -> int:
     suites = [load_suite(p) for p in discover(args.suites)]
     if args.trials is not None and args.trials <= 0:
         raise InputError(f"--trials must be a positive integer, got {args.trials}")
-    if getattr(args, "jobs", 1) is not None and getattr(args, "jobs", 1) < 1:
-        raise InputError(f"--jobs must be a positive integer, got {args.jobs}")
     # Found now rather than after every check has run and the results have nowhere to go.
     report_dir = Path(args.report_dir)
     blocked = next((p for p in (report_dir, *report_dir.parents) if p.exists()), None)
@@ -327,7 +325,7 @@ def run_command(args: Any) -> int:
     console.print(f"dpverify: {total} checks from {len(suites)} suite(s), seed {ctx.seed}, "
                   f"scale {ctx.scale}", highlight=False)
     run = run_suites(suites, ctx, only=args.only, on_result=show,
-                     jobs=getattr(args, "jobs", 1) or 1)
+                     jobs=getattr(args, "jobs", 1))
     regressions = compare_baseline(run, baseline) if baseline is not None else []
     paths = write_reports(run, Path(args.report_dir), regressions=regressions)
     if args.json_path:
