@@ -73,7 +73,7 @@ def release_event(rel: Release, relation: str = "add_remove",
     if rel.mechanism == "exact":
         return dpa.NonPrivateDpEvent()
     if rel.mechanism == "exponential":
-        return _exponential_event(_exponential_epsilon(rel), accountant)
+        return _exponential_event(float(rel.epsilon), accountant)
     if rel.sensitivity == 0:
         return dpa.NoOpDpEvent()
     if rel.noise == 0:
@@ -90,13 +90,6 @@ def release_event(rel: Release, relation: str = "add_remove",
     if rel.sampling == "uniform_with_replacement":
         return dpa.SampledWithReplacementDpEvent(rel.dataset_size, rel.batch_size, base)
     return base  # full batch or a shuffled partition: no amplification
-
-
-def _exponential_epsilon(rel: Release) -> float:
-    """The pure-DP epsilon of an exponential release (its Gumbel scale is 2 Delta / eps)."""
-    if rel.epsilon is not None:
-        return float(rel.epsilon)
-    return 2.0 * float(rel.sensitivity or 0.0) / rel.noise if rel.noise > 0 else math.inf
 
 
 def _exponential_event(eps: float, accountant: str) -> dpa.DpEvent:
@@ -232,13 +225,14 @@ def epsilon_of_event(
     >>> round(epsilon_of_event(ev, 1e-5), 3)
     4.377
     """
-    rel = _RELATIONS[check_relation(relation)]
+    relation = check_relation(relation)
+    rel = _RELATIONS[relation]
     if accountant == "pld" and type(event) is dpa.GaussianDpEvent and event.noise_multiplier > 0:
         # A lone Gaussian (every unsampled history, once merged) has a closed form, the
         # analytic Gaussian mechanism (Balle and Wang 2018, Theorem 8): exact, and instant
         # where a PLD of a small multiplier needs a fine grid over a wide support. PLD reads a
         # REPLACE_ONE multiplier relative to half the distance (see _multiplier_scale).
-        scale = _multiplier_scale(check_relation(relation), "pld")
+        scale = _multiplier_scale(relation, "pld")
         return float(dpa.get_epsilon_gaussian(event.noise_multiplier / scale, delta))
     if accountant == "pld":
         acc = PLDAccountant(neighboring_relation=rel, value_discretization_interval=1e-4)
@@ -339,7 +333,7 @@ def zcdp_of_ledger(ledger: Ledger | Iterable[Release]) -> float | None:
     common = 0.0
     for rel in ledger:
         if rel.mechanism == "exponential":
-            eps = _exponential_epsilon(rel)
+            eps = float(rel.epsilon)
             rho = eps * eps / 8.0
         elif rel.mechanism != "gaussian" or rel.sampling in (
                 "poisson", "uniform_with_replacement", "uniform_without_replacement"):

@@ -84,7 +84,13 @@ class Release:
     value_out: np.ndarray | None = field(default=None, repr=False)
     included: np.ndarray | None = field(default=None, repr=False)
     answer: np.ndarray | None = field(default=None, repr=False)
-    epsilon: float | None = None  # pure DP parameter of an exponential release
+
+    @property
+    def epsilon(self) -> float | None:
+        """Pure-DP epsilon of an exponential release, from its Gumbel scale 2 Delta / eps."""
+        if self.mechanism != "exponential":
+            return None
+        return 2.0 * float(self.sensitivity or 0.0) / self.noise if self.noise > 0 else math.inf
 
     @property
     def noise_multiplier(self) -> float:
@@ -526,7 +532,7 @@ class Curator:
             index=len(self.ledger.releases), name=name, mechanism="exponential",
             sensitivity=float(sensitivity), norm="linf", noise=scale, sampling=batch.scheme,
             rate=batch.rate, batch_size=batch.size, dataset_size=self.n, step=self._step,
-            shape=(), epsilon=float(epsilon),
+            shape=(),
         )
         self._charge(rel, batch)
         value = (self._replay(rel, scores_query, batch) if self.replaying
