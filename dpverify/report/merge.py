@@ -14,21 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from dpverify.errors import InputError
+from dpverify.report.writer import load_report, suite_path
 
 # What a merge may differ in without meaning another result: when and how fast it ran.
 _VOLATILE = ("seconds",)
 
 
-def _suite_of(check: Mapping[str, Any]) -> str:
-    src = str(check.get("source") or "")
-    head, sep, tail = src.rpartition(":")
-    return head if sep and tail.isdigit() else src
-
-
 def _key(check: Mapping[str, Any]) -> tuple[str, str]:
     # One id may appear in two suites of one run (suites are written independently), so a
     # check is its id within its suite file.
-    return str(check.get("id")), _suite_of(check)
+    return str(check.get("id")), suite_path(check) or ""
 
 
 def _result(check: Mapping[str, Any]) -> dict[str, Any]:
@@ -188,8 +183,6 @@ def load_reports(paths: Sequence[str | Path]) -> list[tuple[str, dict[str, Any]]
     ...     print(e)
     no report '/nonexistent/a.json'
     """
-    from dpverify.report.writer import load_report
-
     out = []
     for p in map(Path, paths):
         if p.is_dir():

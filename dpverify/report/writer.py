@@ -8,6 +8,7 @@ import json
 import math
 import platform
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -279,7 +280,8 @@ def _scope(run: Any) -> tuple[list[dict[str, Any]], set[str], set[str], str | No
     return recs, ids, {str(s.path) for s in run.suites}, run.scale
 
 
-def _suite_path(check: dict[str, Any]) -> str | None:
+def suite_path(check: Mapping[str, Any]) -> str | None:
+    """The suite file a check record came from (its ``source`` without the line number)."""
     src = str(check.get("source") or "")
     head, sep, tail = src.rpartition(":")
     return head if sep and tail.isdigit() else (src or None)
@@ -360,7 +362,7 @@ def compare_baseline(run: Any, baseline: dict[str, Any]) -> list[str]:
     for cid, b in old.items():
         if cid in ids:
             continue
-        path = _suite_path(b)
+        path = suite_path(b)
         in_scope = (path in paths) if path is not None else bool(bpaths) and bpaths <= paths
         if in_scope:
             out.append(f"{cid}: missing: in the baseline, not in the suites run")
