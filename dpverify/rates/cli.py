@@ -50,6 +50,14 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--boot", type=int, default=2000, help="bootstrap resamples")
     p.add_argument("--model", choices=list(MODELS), default="auto",
                    help="power (log-log), offset (with a floor) or auto")
+    p.add_argument("--saturation", type=float, default=None, metavar="S",
+                   help="window: leave out points whose mean is above S times the metric "
+                        "at the start (the trivial value)")
+    p.add_argument("--control", action="append", default=[], metavar="K=V",
+                   help="window: a non-private control, these parameter overrides on the "
+                        "same grid (repeatable, e.g. epsilon=1e6)")
+    p.add_argument("--control-ratio", type=float, default=10.0, metavar="R",
+                   help="window: leave out points less than R times the control's mean")
     p.add_argument("--no-crn", action="store_true",
                    help="independent randomness per grid point (default: common random "
                         "numbers)")
@@ -120,7 +128,8 @@ def run_command(args: argparse.Namespace) -> int:
 
     fixed = {**parse_params(args.param), **parse_params(args.fixed)}
     settings = FitSettings(confidence=args.confidence, tolerance=args.tolerance,
-                           max_width=args.max_width, n_boot=args.boot, model=args.model)
+                           max_width=args.max_width, n_boot=args.boot, model=args.model,
+                           saturation=args.saturation, control_ratio=args.control_ratio)
     baseline = load_baseline(args.baseline) if args.baseline else None
 
     def progress(label: str, frac: float) -> None:
@@ -133,6 +142,7 @@ def run_command(args: argparse.Namespace) -> int:
         theory=parse_theory(args.theory), log_factors=args.log_factor, regime=args.regime,
         sided=args.sided, settings=settings, axis=args.axis, backend=args.backend,
         common_random_numbers=not args.no_crn, progress=progress,
+        control=parse_params(args.control) or None,
     )
     record = res.to_dict()
     if baseline is not None:
@@ -164,8 +174,8 @@ def _print(res: Any) -> None:
         for flag in f.flags:
             print(f"    note: {flag}")
         print(f"    {f.parameter:>10} {'median':>11} {'mean':>11}")
-        for v, md, mn, ok in zip(f.values, f.medians, f.means, f.in_regime, strict=True):
-            print(f"    {v:>10g} {md:>11.4g} {mn:>11.4g}{'' if ok else '  (outside regime)'}")
+        for v, md, mn, why in zip(f.values, f.medians, f.means, f.excluded, strict=True):
+            print(f"    {v:>10g} {md:>11.4g} {mn:>11.4g}{f'  ({why})' if why else ''}")
     for d in res.drift:
         word = "DRIFTED" if d["drifted"] else "steady"
         lo, hi = d["baseline_interval"]

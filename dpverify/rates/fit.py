@@ -68,6 +68,14 @@ class FitSettings:
     weighted
         Weight points by the inverse seed variance of their log mean (WLS) instead of
         equally; helps when the spread across seeds changes a lot along the grid.
+    saturation
+        Window validation (benchmarking anchors, Part A pitfall 1 and design step 3): drop
+        grid points whose mean is above ``saturation`` times the trivial value, the metric
+        at the start, where a run has not left its pre-asymptotic plateau. ``None``: off.
+    control_ratio
+        Drop grid points whose mean is below ``control_ratio`` times a non-private
+        control's mean at the same point (when the sweep has a control): there the
+        private term the exponent is about does not dominate.
 
     Examples
     --------
@@ -84,6 +92,8 @@ class FitSettings:
     min_points: int = 3
     interval: str = "percentile"
     weighted: bool = False
+    saturation: float | None = None
+    control_ratio: float = 10.0
 
     def __post_init__(self) -> None:
         if not 0.5 < float(self.confidence) < 1.0:
@@ -99,6 +109,13 @@ class FitSettings:
                              f"{self.interval!r}")
         if int(self.min_points) < 3:
             raise InputError("min_points must be at least 3 (a slope needs a residual)")
+        if self.saturation is not None and not (
+                math.isfinite(float(self.saturation)) and float(self.saturation) > 0):
+            raise InputError(f"saturation must be a finite number > 0, got "
+                             f"{self.saturation!r}")
+        if not (math.isfinite(float(self.control_ratio)) and float(self.control_ratio) >= 1):
+            raise InputError(f"control_ratio must be a finite number >= 1, got "
+                             f"{self.control_ratio!r}")
 
 
 @dataclass
@@ -139,6 +156,7 @@ class RateFit:
     flags: list[str] = field(default_factory=list)
     axis: str = "param"
     exponent_raw: float | None = None
+    excluded: list[str] = field(default_factory=list)
     boot: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
@@ -192,6 +210,7 @@ class RateFit:
             "values": self.values.tolist(),
             "x": self.x.tolist(),
             "in_regime": self.in_regime.tolist(),
+            "excluded": list(self.excluded),
             "log_factor": self.log_factor.tolist(),
             "means": self.means.tolist(),
             "medians": self.medians.tolist(),
@@ -360,6 +379,7 @@ def fit_rate(
     in_regime: Any = None,
     sided: str = "upper",
     x: Any = None,
+    excluded: Any = None,
     settings: FitSettings | None = None,
     rng: int | np.random.Generator | np.random.SeedSequence = 0,
     **overrides: Any,
@@ -379,6 +399,9 @@ def fit_rate(
         The theorem's log factors evaluated at each point (m,), divided out before fitting.
     in_regime
         Boolean mask (m,) of points where the theorem applies; the rest are not fitted.
+    excluded
+        Per point, why it is left out of the fit besides the regime (``""``: kept), e.g.
+        by window validation; such points are not fitted and the reasons are reported.
     sided
         ``"upper"``: an upper bound, FAIL only when the interval lies entirely above
         ``theory + tolerance`` (the rate is provably worse; larger exponents are worse
@@ -413,10 +436,17 @@ def fit_rate(
     L = np.ones_like(values) if log_factor is None else np.asarray(log_factor, float).reshape(-1)
     mask = (np.ones(values.size, bool) if in_regime is None
             else np.asarray(in_regime, bool).reshape(-1))
+    why = [""] * values.size if excluded is None else [str(e) for e in excluded]
+    if len(why) != values.size:
+        raise InputError(f"excluded needs one entry per grid point ({values.size}), "
+                         f"got {len(why)}")
+    why = [w or ("" if ok else "outside the regime") for w, ok in zip(why, mask, strict=True)]
+    mask = mask & np.array([not w for w in why])
     if sided not in ("upper", "two"):
         raise InputError(f"sided must be 'upper' or 'two', got {sided!r}")
     fit = RateFit(parameter=parameter, values=values, x=xv, utilities=Y, log_factor=L,
-                  in_regime=mask, theory=float(theory), sided=sided, settings=settings)
+                  in_regime=mask, theory=float(theory), sided=sided, settings=settings,
+                  excluded=why)
     fit.rule = _rule_text(sided, settings)
     k = Y.shape[1]
     means = Y.mean(axis=1)
@@ -426,8 +456,11 @@ def fit_rate(
     if k < 2:
         return _inconclusive(fit, "a bootstrap over seeds needs at least 2 seeds")
     if usable.sum() < settings.min_points:
-        return _inconclusive(fit, f"{int(usable.sum())} usable grid points in the regime "
-                                  f"(need {settings.min_points}); widen the grid")
+        kinds = [w.split(":")[0] for w in why if w]  # "saturated: mean ..." -> "saturated"
+        left = "; left out: " + ", ".join(
+            f"{kinds.count(r)} {r}" for r in sorted(set(kinds))) if kinds else ""
+        return _inconclusive(fit, f"{int(usable.sum())} usable grid points (need "
+                                  f"{settings.min_points}){left}; widen the grid")
     if np.unique(xv[usable]).size < 2:
         return _inconclusive(fit, "the parameter does not vary over the usable points")
 

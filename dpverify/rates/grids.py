@@ -43,7 +43,9 @@ class Sweep:
 
     ``utilities[i, j]`` is the metric of seed ``j`` at grid value ``values[i]``;
     ``params[i]`` holds every parameter of that point; ``mu[i]`` the GDP mu of the
-    Gaussian releases its ledger shows (NaN when not a registered target or not Gaussian).
+    Gaussian releases its ledger shows (NaN when not a registered target or not Gaussian);
+    ``trivial[i]`` the metric at the point's start (:func:`trivial_output`; NaN when not
+    asked for).
     """
 
     target: str
@@ -55,10 +57,35 @@ class Sweep:
     seed: int
     mu: np.ndarray = field(default_factory=lambda: np.zeros(0))
     seconds: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    trivial: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def seeds(self) -> int:
         return int(self.utilities.shape[1])
+
+
+def trivial_output(problem: Any, width: int) -> np.ndarray:
+    """The output of a run that made no progress: the problem's start, one row.
+
+    The start is ``problem.info["x0"]`` where the problem declares one, else the origin,
+    where the harness's algorithms start. The metric there is the *trivial value* a
+    saturated run stays near (benchmarking anchors, Part A, pitfall 1).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> trivial_output(SimpleNamespace(info={}), 3).tolist()
+    [[0.0, 0.0, 0.0]]
+    """
+    info = getattr(problem, "info", None) or {}
+    start = info.get("x0")
+    if start is None:
+        return np.zeros((1, int(width)))
+    start = np.asarray(start, dtype=float).reshape(1, -1)
+    if start.shape[1] != int(width):
+        raise InputError(f"the problem's start x0 has {start.shape[1]} coordinates, the "
+                         f"outputs {width}: the trivial value is undefined")
+    return start
 
 
 def sweep_stream(seed: int, parameter: str, *key: int) -> np.random.SeedSequence:
@@ -187,6 +214,7 @@ def run_sweep(
     common_random_numbers: bool = True,
     block_size: int = DEFAULT_BLOCK,
     progress: Callable[[str, float], None] | None = None,
+    trivial: bool = False,
 ) -> Sweep:
     """Run a registered target at every grid value of ``parameter``; seeds are trials.
 
@@ -207,6 +235,9 @@ def run_sweep(
     common_random_numbers
         Every point draws data and noise from the same streams (default), or each point
         from its own.
+    trivial
+        Also evaluate the metric at each point's start (:func:`trivial_output`), the value
+        a run that made no progress would score.
 
     Examples
     --------
@@ -230,6 +261,7 @@ def run_sweep(
 
     Y = np.empty((len(values), seeds))
     mu = np.full(len(values), np.nan)
+    triv = np.full(len(values), np.nan)
     secs = np.zeros(len(values))
     point_params: list[dict[str, Any]] = []
     with single_threaded_blas():
@@ -242,12 +274,14 @@ def run_sweep(
             t0 = time.perf_counter()
             problem = build_problem(target, p, data_seed)
             mus: list[float] = []
+            widths: list[int] = []
 
             def block(ss: np.random.SeedSequence, k: int, _: int, p=p, problem=problem,
-                      mus=mus) -> np.ndarray:
+                      mus=mus, widths=widths) -> np.ndarray:
                 out, cur = run_target(target, p, problem, trials=k, rng=ss, backend=backend)
                 mus.append(gdp_mu(cur.ledger))
                 outputs = cur.backend.to_numpy(out).reshape(k, -1)
+                widths.append(outputs.shape[1])
                 vals = np.asarray(metric_fn(problem, outputs, p), dtype=float).reshape(-1)
                 if vals.shape != (k,):
                     raise InputError(f"metric {metric!r} returned shape {vals.shape}, "
@@ -257,11 +291,15 @@ def run_sweep(
             Y[i] = np.concatenate(map_blocks(block, seeds, seed=trial_ss,
                                              block_size=block_size))
             mu[i] = mus[0]
+            if trivial:
+                start = trivial_output(problem, widths[0])
+                triv[i] = float(np.asarray(metric_fn(problem, start, p), dtype=float)[0])
             secs[i] = time.perf_counter() - t0
             if progress is not None:
                 progress(f"{target.id} {parameter}={v}", (i + 1) / len(values))
     return Sweep(target=target.id, parameter=parameter, values=values, utilities=Y,
-                 params=point_params, metric=metric, seed=int(seed), mu=mu, seconds=secs)
+                 params=point_params, metric=metric, seed=int(seed), mu=mu, seconds=secs,
+                 trivial=triv)
 
 
 def _accepts(fn: Callable[..., Any], name: str) -> bool:

@@ -28,8 +28,46 @@ AXES = ("auto", "param", "gdp")
 DEFAULT_SEEDS = {"quick": 20, "thorough": 40}
 
 
+def window_reasons(sweep: Sweep, settings: FitSettings,
+                   control: Sweep | None = None) -> list[str]:
+    """Why each grid point falls outside the fitting window (``""``: inside).
+
+    Window validation (benchmarking anchors, Part A pitfall 1, design step 3): a point
+    whose mean is above ``settings.saturation`` times its trivial value (the metric at the
+    start, ``sweep.trivial``) has not left the pre-asymptotic plateau; a point whose mean
+    is below ``settings.control_ratio`` times a non-private ``control`` sweep's mean at the
+    same point is not dominated by the private term. Neither says anything about the rate,
+    so such points are left out and the reasons reported, instead of flattening the fit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sw = Sweep("t", "n", [1, 2, 3], np.array([[0.9], [0.3], [0.1]]), [{}] * 3, "m", 0,
+    ...            trivial=np.ones(3))
+    >>> window_reasons(sw, FitSettings(saturation=0.5))
+    ['saturated: mean 0.9 > 0.5 x the trivial value 1', '', '']
+    """
+    m = sweep.utilities.mean(axis=1)
+    why = [""] * len(sweep.values)
+    if settings.saturation is not None:
+        triv = sweep.trivial
+        if triv.size != m.size or not np.all(np.isfinite(triv)):
+            raise InputError("saturation needs the metric at the start of every grid point "
+                             "(a sweep run with trivial=True)")
+        s = float(settings.saturation)
+        for i in np.flatnonzero(m > s * triv):
+            why[i] = f"saturated: mean {m[i]:.3g} > {s:g} x the trivial value {triv[i]:.3g}"
+    if control is not None:
+        c = control.utilities.mean(axis=1)
+        r = float(settings.control_ratio)
+        for i in np.flatnonzero(~(m >= r * c)):
+            why[i] = why[i] or (f"not private-dominated: mean {m[i]:.3g} < {r:g} x the "
+                                f"control's {c[i]:.3g}")
+    return why
+
+
 def fit_sweep(sweep: Sweep, theory: Theory, settings: FitSettings | None = None, *,
-              axis: str = "auto") -> RateFit:
+              axis: str = "auto", control: Sweep | None = None) -> RateFit:
     """Fit a sweep's exponent against ``theory`` (log factors divided, regime applied).
 
     ``axis``: ``param`` regresses on the swept values; ``gdp`` (for ``epsilon``/``rho``)
@@ -37,7 +75,9 @@ def fit_sweep(sweep: Sweep, theory: Theory, settings: FitSettings | None = None,
     added, since an exact accountant's sigma(epsilon) is not a power law (its local slope
     is -0.80 to -0.91 at delta = 1e-5; benchmarking anchors, Part A pitfall 6); ``auto``
     uses ``gdp`` for those parameters when every point's ledger is Gaussian. The fit on the
-    raw values is kept as ``exponent_raw``.
+    raw values is kept as ``exponent_raw``. Points outside the window
+    (:func:`window_reasons`; ``control`` is the non-private control sweep, if any) are not
+    fitted.
 
     Examples
     --------
@@ -61,7 +101,8 @@ def fit_sweep(sweep: Sweep, theory: Theory, settings: FitSettings | None = None,
     use_gdp = use_gdp and axis != "param"
     x = sweep.mu ** PRIVACY_AXES[sweep.parameter] if use_gdp else None
     kw = dict(theory=theory.exponent(sweep.parameter), parameter=sweep.parameter,
-              log_factor=L, in_regime=regime, sided=theory.sided, settings=settings)
+              log_factor=L, in_regime=regime, sided=theory.sided, settings=settings,
+              excluded=window_reasons(sweep, settings, control))
     fit = fit_rate(values, sweep.utilities, x=x,
                    rng=sweep_stream(sweep.seed, sweep.parameter, 2), **kw)
     if use_gdp:
@@ -181,6 +222,7 @@ def verify_rates(
     backend: str = "numpy",
     common_random_numbers: bool = True,
     progress: Callable[[str, float], None] | None = None,
+    control: Mapping[str, Any] | None = None,
 ) -> RatesResult:
     """Sweep each varied parameter of a target and judge its exponent against the theorem.
 
@@ -203,6 +245,11 @@ def verify_rates(
         How fits are made and judged (:class:`~dpverify.rates.fit.FitSettings`).
     axis
         See :func:`fit_sweep`.
+    control
+        Parameter overrides of a non-private control (e.g. ``{"epsilon": 1e6}``), swept
+        on the same grid and streams; points where the target is not ``control_ratio``
+        times worse than the control are left out (:func:`window_reasons`). Registered
+        targets only, as is ``settings.saturation``.
 
     Examples
     --------
@@ -240,18 +287,29 @@ def verify_rates(
             raise InputError("a function target needs grid values: --vary n=100,200,400")
         grids = {k: list(v) for k, v in vary.items()}
 
+    if fn is not None and (control or settings.saturation is not None):
+        raise InputError("window validation (saturation, control) needs a registered target: "
+                         "a function has no start or privacy parameters to read")
     sweeps, fits = [], []
     for k, values in grids.items():
+        ctl = None
         if fn is None:
-            sw = run_sweep(resolve(name), k, values, params=params, seeds=seeds, seed=seed,
-                           metric=metric or th.quantity, scale=scale, backend=backend,
-                           common_random_numbers=common_random_numbers, progress=progress)
+            kw = dict(seeds=seeds, seed=seed, metric=metric or th.quantity, scale=scale,
+                      backend=backend, common_random_numbers=common_random_numbers,
+                      progress=progress)
+            sw = run_sweep(resolve(name), k, values, params=params,
+                           trivial=settings.saturation is not None, **kw)
+            if control:
+                if k in control:
+                    raise InputError(f"the control overrides the swept parameter {k!r}")
+                ctl = run_sweep(resolve(name), k, values, params={**(params or {}),
+                                                                  **control}, **kw)
         else:
             sw = run_function_sweep(fn, k, values, fixed=params, seeds=seeds, seed=seed,
                                     name=name, common_random_numbers=common_random_numbers,
                                     progress=progress)
         sweeps.append(sw)
-        fits.append(fit_sweep(sw, th, settings, axis=axis))
+        fits.append(fit_sweep(sw, th, settings, axis=axis, control=ctl))
     return RatesResult(target=name, theory=th, sweeps=sweeps, fits=fits, seed=int(seed))
 
 
@@ -286,9 +344,9 @@ def _grids(vary: Mapping[str, Sequence[Any]] | Sequence[str], base: Callable[[st
 # The check kind ---------------------------------------------------------------------------
 
 _SETTING_KEYS = ("confidence", "tolerance", "max_width", "n_boot", "model", "floor_select",
-                 "min_points", "interval", "weighted")
+                 "min_points", "interval", "weighted", "saturation", "control_ratio")
 _OPTION_KEYS = {"vary", "values", "seeds", "metric", "theory", "log_factors", "regime",
-                "sided", "axis", "common_random_numbers", *_SETTING_KEYS}
+                "sided", "axis", "common_random_numbers", "control", *_SETTING_KEYS}
 
 
 def _check_vary(options: Mapping[str, Any]) -> Any:
@@ -313,8 +371,10 @@ def rate_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
     Options: ``vary`` (a parameter name, a list of names or a table of grids), ``values``
     (the grid of ``vary``), ``seeds``, ``metric``, ``theory`` (exponents, to override or to
     supply for ``module:function`` targets), ``log_factors``, ``regime``, ``sided``,
-    ``axis``, ``common_random_numbers`` and the :class:`FitSettings` fields. Seeds come
-    from the options, else ``ctx.trials``, else 20 (40 at the thorough scale).
+    ``axis``, ``common_random_numbers``, ``control`` (a table of parameter overrides for a
+    non-private control sweep) and the :class:`FitSettings` fields (``saturation`` and
+    ``control_ratio`` validate the window). Seeds come from the options, else
+    ``ctx.trials``, else 20 (40 at the thorough scale).
     """
     opts = {k: v for k, v in spec.options.items() if not str(k).startswith("_")}  # loader's
     unknown = set(opts) - _OPTION_KEYS
@@ -331,7 +391,7 @@ def rate_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
         regime=opts.get("regime"), sided=opts.get("sided"), settings=settings,
         axis=opts.get("axis", "auto"), backend=ctx.backend,
         common_random_numbers=bool(opts.get("common_random_numbers", True)),
-        progress=ctx.progress,
+        progress=ctx.progress, control=dict(opts["control"]) if opts.get("control") else None,
     )
     return outcome_of(res)
 
@@ -412,7 +472,8 @@ def outcome_of(res: RatesResult) -> Outcome:
                                          "theory", "verdict")} for f in res.fits]
     evidence = {"points": [
         {"parameter": f.parameter, "values": f.values.tolist(), "x": f.x.tolist(),
-         "in_regime": f.in_regime.tolist(), "medians": f.medians.tolist(),
+         "in_regime": f.in_regime.tolist(), "excluded": list(f.excluded),
+         "medians": f.medians.tolist(),
          "means": f.means.tolist(), "local_slopes": f.local_slopes.tolist(), "flags": f.flags,
          **curve_band(f)}
         for f in res.fits], "theory": res.theory.to_dict()}

@@ -1,0 +1,116 @@
+"""Window validation of rate fits: saturated points and a non-private control are left out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpverify.checks import CheckSpec, RunContext, run_check
+from dpverify.claims import Verdict
+from dpverify.cli import main
+from dpverify.errors import InputError
+from dpverify.rates import run_sweep, verify_rates
+from dpverify.rates.fit import FitSettings, fit_rate
+from dpverify.rates.grids import Sweep
+from dpverify.rates.verify import window_reasons
+from dpverify.registry import resolve
+
+N_VALUES = [200, 400, 800]
+GD = {"T": 20}
+
+
+def _sweep(means: list[float], trivial: list[float]) -> Sweep:
+    Y = np.array(means)[:, None] * np.ones((1, 3))
+    return Sweep("t", "n", [1, 2, 4, 8][: len(means)], Y, [{}] * len(means), "m", 0,
+                 trivial=np.array(trivial))
+
+
+def test_window_reasons_mark_saturated_points_and_points_the_control_explains() -> None:
+    sw = _sweep([0.9, 0.5, 0.2, 0.05], [1.0, 1.0, 1.0, 1.0])
+    why = window_reasons(sw, FitSettings(saturation=0.6))
+    assert [bool(w) for w in why] == [True, False, False, False]
+    assert why[0].startswith("saturated: mean 0.9 > 0.6")
+    control = _sweep([0.01, 0.01, 0.01, 0.01], [1.0] * 4)
+    why = window_reasons(sw, FitSettings(saturation=0.6, control_ratio=10.0), control)
+    # 0.05 < 10 x 0.01: the control explains the last point; the first stays "saturated"
+    assert [w.split(":")[0] for w in why] == ["saturated", "", "", "not private-dominated"]
+    assert window_reasons(sw, FitSettings()) == [""] * 4  # off by default
+    with pytest.raises(InputError, match="trivial=True"):
+        window_reasons(_sweep([0.5] * 4, [np.nan] * 4), FitSettings(saturation=0.5))
+
+
+def test_excluded_points_are_not_fitted_and_too_few_left_is_inconclusive() -> None:
+    n = 2.0 ** np.arange(7, 13)
+    rng = np.random.default_rng(0)
+    Y = n[:, None] ** -0.5 * np.exp(0.1 * rng.standard_normal((6, 10)))
+    Y[:2] = 1.0  # a plateau at the start, which bends the fitted slope
+    bent = fit_rate(n, Y, theory=-0.5, parameter="n", n_boot=300, rng=1)
+    assert abs(bent.exponent_power + 0.5) > 0.2
+    why = ["saturated: plateau"] * 2 + [""] * 4
+    fit = fit_rate(n, Y, theory=-0.5, parameter="n", n_boot=300, rng=1, excluded=why)
+    assert fit.verdict is Verdict.PASS and abs(fit.exponent + 0.5) < 0.05
+    assert fit.excluded == why and fit.to_dict()["excluded"] == why
+    assert not fit.in_regime[:2].any() and fit.in_regime[2:].all()
+    few = fit_rate(n, Y, theory=-0.5, parameter="n", n_boot=300, rng=1,
+                   excluded=["saturated: x"] * 4 + [""] * 2)
+    assert few.verdict is Verdict.INCONCLUSIVE
+    assert "2 usable grid points" in few.message and "4 saturated" in few.message
+    with pytest.raises(InputError, match="one entry per grid point"):
+        fit_rate(n, Y, theory=-0.5, excluded=[""])
+
+
+def test_settings_reject_a_bad_window() -> None:
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(InputError, match="saturation"):
+            FitSettings(saturation=bad)
+    with pytest.raises(InputError, match="control_ratio"):
+        FitSettings(control_ratio=0.5)
+
+
+def test_sweep_records_the_metric_at_the_start() -> None:
+    t = resolve("noisy_gd:sound")
+    sw = run_sweep(t, "n", [200, 400, 800], params={"T": 30}, seeds=4, trivial=True)
+    assert sw.trivial.shape == (3,) and np.all(sw.trivial > 0)
+    # noisy GD starts at the origin: the trivial value is the excess risk of theta = 0
+    assert np.all(sw.utilities.mean(axis=1) < sw.trivial)
+    assert np.isnan(run_sweep(t, "n", [200, 400, 800], params={"T": 30}, seeds=2).trivial).all()
+
+
+def test_saturation_and_control_on_a_registered_target() -> None:
+    """Noisy GD leaves its start far behind, so a lenient window keeps every point; a
+    window no run can meet leaves them all out; a control ratio no private run reaches
+    does too. Deterministic (fixed root seed)."""
+    kw = dict(params=GD, seeds=4)
+    base = verify_rates("noisy_gd:sound", {"n": N_VALUES}, **kw)
+    kept = verify_rates("noisy_gd:sound", {"n": N_VALUES}, settings=FitSettings(saturation=0.9),
+                        **kw)
+    assert kept.fits[0].exponent == base.fits[0].exponent
+    assert kept.fits[0].excluded == [""] * 3
+    none = verify_rates("noisy_gd:sound", {"n": N_VALUES}, **kw,
+                        settings=FitSettings(saturation=1e-9))
+    assert none.verdict is Verdict.INCONCLUSIVE and "3 saturated" in none.fits[0].message
+    ctl = verify_rates("noisy_gd:sound", {"n": N_VALUES}, **kw, control={"epsilon": 50.0},
+                       settings=FitSettings(control_ratio=1e12))
+    assert ctl.verdict is Verdict.INCONCLUSIVE
+    assert "3 not private-dominated" in ctl.fits[0].message
+    with pytest.raises(InputError, match="swept parameter"):
+        verify_rates("noisy_gd:sound", {"n": N_VALUES}, **kw, control={"n": 100})
+    with pytest.raises(InputError, match="registered target"):
+        verify_rates(lambda n, seed: 1.0 / n, {"n": N_VALUES}, theory={"n": -1}, seeds=3,
+                     settings=FitSettings(saturation=0.5))
+
+
+def test_window_options_reach_the_check_kind_and_the_cli(capsys) -> None:
+    spec = CheckSpec("w", "rate", "noisy_gd:sound", params=GD,
+                     options={"vary": "n", "values": N_VALUES, "seeds": 4,
+                              "saturation": 1e-9, "control": {"epsilon": 50.0}})
+    res = run_check(spec, RunContext())
+    assert res.outcome.verdict is Verdict.INCONCLUSIVE and "saturated" in res.outcome.message
+    assert res.outcome.evidence["points"][0]["excluded"][0].startswith("saturated")
+    code = main(["rates", "noisy_gd:sound", "--vary", "n=250,500,1000", "--param", "T=30",
+                 "--seeds", "3", "--saturation", "1e-9", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 1 and "(saturated: mean" in out
+    assert main(["rates", "noisy_gd:sound", "--vary", "n=250,500,1000", "--saturation",
+                 "0", "--quiet"]) == 2
+    assert "saturation must be" in capsys.readouterr().out
