@@ -117,11 +117,11 @@ ERM_UTILITY = UtilityClaim(
     log_factors=("log(1/delta)",),
     sided="upper",
     # Evaluated at every grid point of a rate check (prose here made every rate check of
-    # this claim fail to parse). "not beta": beta = None, the balanced beta of Theorem 4.1
+    # this claim fail to parse). beta = None or "balanced": the balanced beta of Theorem 4.1
     # re-derived for every n, which the exponents are about. The quantity is (2 alpha,
     # beta)-stationarity of the empirical F^D; alpha <= Phi / L holds for every problem of
     # algorithms.paper001.problems at its defaults.
-    regime=("not beta",),
+    regime=("not beta or beta == 'balanced'",),
     source="paper 001, Theorem 4.1",
 )
 
@@ -179,6 +179,7 @@ O2NC_ERM = Algorithm(
         "alpha": 0.1, "epsilon": 1.0, "delta": 1e-5, "beta": None, "d_rule": "paper",
         "noise_constant": 1.0, "T": None, "D": None, "Sigma": None, "M": None, "m": None,
         "m_max": None, "eta": None, "gamma": 0.01, "stationarity_of": "empirical",
+        "goldstein_radius": None,
     },
     variants={
         "paper": Variant(

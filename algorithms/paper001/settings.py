@@ -291,7 +291,7 @@ def multi_pass_schedule(p: Mapping[str, Any], L: float, Phi: float, n: int,
     Sigma = alpha / (D sqrt d), M = alpha / (4 D), sigma1 = L sqrt(T log(1/delta) / Sigma) /
     (n eps), sigma2 = L D sqrt(T d log(1/delta)) / (alpha n eps), both times
     ``noise_constant`` (the printed O), and m = L^2 d Sigma / (n sigma1^2) + L^2 d /
-    (n sigma2^2). ``beta = None`` takes :func:`balanced_beta`.
+    (n sigma2^2). ``beta = None`` (or ``"balanced"``) takes :func:`balanced_beta`.
 
     Examples
     --------
@@ -302,7 +302,9 @@ def multi_pass_schedule(p: Mapping[str, Any], L: float, Phi: float, n: int,
     """
     alpha, eps, delta = float(p["alpha"]), float(p["epsilon"]), float(p["delta"])
     beta = p.get("beta")
-    beta = balanced_beta(L, Phi, n, d, eps, alpha) if beta is None else float(beta)
+    # "balanced" spells None where a suite file (TOML has no null) needs it
+    beta = (balanced_beta(L, Phi, n, d, eps, alpha) if beta in (None, "balanced")
+            else float(beta))
     rule = p.get("d_rule", "paper")
     if rule == "paper":
         D, T = alpha**2 * beta**2 / L**2, Phi * L**2 / (alpha**2 * beta**3)

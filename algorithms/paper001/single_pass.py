@@ -252,7 +252,7 @@ _DEFAULTS = {
     "alpha": 0.1, "epsilon": 1.0, "delta": 1e-5,
     "T": None, "D": None, "Sigma": None, "B1": None, "B2": None, "M": None,
     "m": None, "m_max": None, "eta": None, "gamma": 0.01,
-    "stationarity_of": "population",
+    "stationarity_of": "population", "goldstein_radius": None,
 }
 
 

@@ -54,6 +54,8 @@ def evaluate(expr: str, params: Mapping[str, Any]) -> Any:
     11.513
     >>> evaluate("n*epsilon >= sqrt(d)", {"n": 10, "epsilon": 0.1, "d": 4})
     False
+    >>> evaluate("not beta or beta == 'balanced'", {"beta": "balanced"})
+    True
     """
     try:
         tree = ast.parse(str(expr).replace("^", "**"), mode="eval")
@@ -63,7 +65,7 @@ def evaluate(expr: str, params: Mapping[str, Any]) -> Any:
     def ev(node: ast.AST) -> Any:
         if isinstance(node, ast.Expression):
             return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool, str)):
             return node.value
         if isinstance(node, ast.Name):
             if node.id in params:
@@ -94,7 +96,7 @@ def evaluate(expr: str, params: Mapping[str, Any]) -> Any:
                 and node.func.id in _FUNCS and not node.keywords):
             return _FUNCS[node.func.id](*[ev(a) for a in node.args])
         raise InputError(f"expression {expr!r}: {ast.dump(node)[:40]}... is not allowed "
-                         f"(numbers, parameter names, + - * / ** and {sorted(_FUNCS)})")
+                         f"(numbers, strings, parameter names, + - * / ** and {sorted(_FUNCS)})")
 
     try:
         return ev(tree)
