@@ -114,3 +114,28 @@ def test_window_options_reach_the_check_kind_and_the_cli(capsys) -> None:
     assert main(["rates", "noisy_gd:sound", "--vary", "n=250,500,1000", "--saturation",
                  "0", "--quiet"]) == 2
     assert "saturation must be" in capsys.readouterr().out
+
+
+def test_the_full_multi_term_bound_is_fitted_where_one_term_reads_a_blend() -> None:
+    """Utility = (n^-1/3 + 3 n^-1/2) x lognormal seed noise: over n = 1e2..1e5 the two
+    terms trade places, so a one-term fit reads a blend of their slopes (about -0.42) and,
+    at tolerance 0.05, fails the -1/2 term as a two-sided line; the full bound is matched
+    (exponent -1 in 1/rate). The noise is one fixed factor per seed, common to all points
+    (as common random numbers make it), so it moves neither slope."""
+    rng = np.random.default_rng(3)
+    noise = np.exp(0.1 * rng.standard_normal(12))
+
+    def util(n: float, seed: int) -> float:
+        return float((n ** (-1 / 3) + 3 * n ** -0.5) * noise[seed % 12])
+
+    grid = {"n": [100, 400, 1600, 6400, 25600, 102400]}
+    settings = FitSettings(tolerance=0.05, model="power", n_boot=300)
+    kw = dict(theory={"n": -0.5}, sided="two", seeds=12, settings=settings)
+    one = verify_rates(util, grid, **kw)
+    assert one.verdict is Verdict.FAIL and -0.45 < one.fits[0].exponent < -0.38
+    full = verify_rates(util, grid, rate="n**(-1/3) + 3 * n**(-1/2)", **kw)
+    f = full.fits[0]
+    assert full.verdict is Verdict.PASS and abs(f.exponent + 1) < 1e-9 and f.axis == "rate"
+    assert "full bound" in f.message and f.theory == -1.0
+    with pytest.raises(InputError, match="finite and > 0"):
+        verify_rates(util, grid, theory={"n": -0.5}, seeds=3, rate="n - 1000")

@@ -50,6 +50,9 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--boot", type=int, default=2000, help="bootstrap resamples")
     p.add_argument("--model", choices=list(MODELS), default="auto",
                    help="power (log-log), offset (with a floor) or auto")
+    p.add_argument("--rate", default=None, metavar="EXPR",
+                   help="the theorem's full bound, every term (e.g. '(sqrt(d)/n)**(1/3) + "
+                        "(d/(n*epsilon))**(1/2)'): regress on 1/EXPR, theory exponent -1")
     p.add_argument("--saturation", type=float, default=None, metavar="S",
                    help="window: leave out points whose mean is above S times the metric "
                         "at the start (the trivial value)")
@@ -142,7 +145,7 @@ def run_command(args: argparse.Namespace) -> int:
         theory=parse_theory(args.theory), log_factors=args.log_factor, regime=args.regime,
         sided=args.sided, settings=settings, axis=args.axis, backend=args.backend,
         common_random_numbers=not args.no_crn, progress=progress,
-        control=parse_params(args.control) or None,
+        control=parse_params(args.control) or None, rate=args.rate,
     )
     record = res.to_dict()
     if baseline is not None:

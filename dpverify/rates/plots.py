@@ -94,7 +94,8 @@ def plot_fits(fits: Sequence[RateFit], path: str | Path, *, title: str = "",
             c0 = float(np.exp(np.interp(math.log(g0), np.log(grid), np.log(centre))))
             ax.loglog(grid, c0 * (grid / g0) ** fit.theory, "--", color="C2",
                       label=f"theory p={fit.theory:g}")
-        xl = fit.parameter if fit.axis == "param" else f"GDP mu ({fit.parameter} axis)"
+        xl = {"param": fit.parameter, "rate": f"1 / rate ({fit.parameter} axis)"}.get(
+            fit.axis, f"GDP mu ({fit.parameter} axis)")
         ax.set_xlabel(xl)
         ax.set_ylabel(ylabel)
         ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels collide on short axes

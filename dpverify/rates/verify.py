@@ -20,7 +20,7 @@ from dpverify.rates.grids import (
     run_sweep,
     sweep_stream,
 )
-from dpverify.rates.theory import Theory
+from dpverify.rates.theory import Theory, evaluate
 from dpverify.registry import is_registered_target, load_callable, resolve
 
 SCHEMA = "dpverify-rates/1"
@@ -67,7 +67,8 @@ def window_reasons(sweep: Sweep, settings: FitSettings,
 
 
 def fit_sweep(sweep: Sweep, theory: Theory, settings: FitSettings | None = None, *,
-              axis: str = "auto", control: Sweep | None = None) -> RateFit:
+              axis: str = "auto", control: Sweep | None = None,
+              rate: str | None = None) -> RateFit:
     """Fit a sweep's exponent against ``theory`` (log factors divided, regime applied).
 
     ``axis``: ``param`` regresses on the swept values; ``gdp`` (for ``epsilon``/``rho``)
@@ -78,6 +79,13 @@ def fit_sweep(sweep: Sweep, theory: Theory, settings: FitSettings | None = None,
     raw values is kept as ``exponent_raw``. Points outside the window
     (:func:`window_reasons`; ``control`` is the non-private control sweep, if any) are not
     fitted.
+
+    ``rate``: the theorem's full bound as an expression of the parameters (every term, e.g.
+    ``"(sqrt(d)/n)**(1/3) + (d/(n*epsilon))**(1/2)"``). The utility is then regressed on
+    ``1 / rate`` with theory exponent -1: the multi-term model, each term with its own
+    exponent and the theorem's relative weights, where a one-term fit would read a blend of
+    the terms' slopes. An exponent above -1 + tolerance means the utility falls slower
+    than the bound.
 
     Examples
     --------
@@ -98,9 +106,16 @@ def fit_sweep(sweep: Sweep, theory: Theory, settings: FitSettings | None = None,
     if axis == "gdp" and not use_gdp:
         raise InputError(f"axis 'gdp' needs an epsilon or rho sweep of a target whose "
                          f"releases are all Gaussian (parameter {sweep.parameter!r})")
-    use_gdp = use_gdp and axis != "param"
+    use_gdp = use_gdp and axis != "param" and rate is None
     x = sweep.mu ** PRIVACY_AXES[sweep.parameter] if use_gdp else None
-    kw = dict(theory=theory.exponent(sweep.parameter), parameter=sweep.parameter,
+    th_exp = theory.exponent(sweep.parameter)
+    if rate is not None:
+        bound = np.array([float(evaluate(rate, p)) for p in sweep.params])
+        if not np.all(np.isfinite(bound) & (bound > 0)):
+            raise InputError(f"rate {rate!r} must be finite and > 0 at every grid point, got "
+                             f"{bound.tolist()}")
+        x, th_exp = 1.0 / bound, -1.0
+    kw = dict(theory=th_exp, parameter=sweep.parameter,
               log_factor=L, in_regime=regime, sided=theory.sided, settings=settings,
               excluded=window_reasons(sweep, settings, control))
     fit = fit_rate(values, sweep.utilities, x=x,
@@ -111,7 +126,11 @@ def fit_sweep(sweep: Sweep, theory: Theory, settings: FitSettings | None = None,
         fit.axis, fit.exponent_raw = "gdp", raw.exponent
         fit.message += (f" [regressed on the ledger's GDP mu; on {sweep.parameter} itself the "
                         f"exponent is {raw.exponent:.3f}]")
-    if sweep.parameter not in theory.exponents:
+    if rate is not None:
+        fit.axis = "rate"
+        fit.message += (f" [regressed on 1/rate, rate = {rate}: exponent -1 is a utility "
+                        f"proportional to the theorem's full bound]")
+    elif sweep.parameter not in theory.exponents:
         fit.flags.append(f"the theorem does not depend on {sweep.parameter!r} (exponent 0)")
     if sweep.seeds < 10:
         fit.flags.append(f"{sweep.seeds} seeds: bootstrap intervals undercover below ~10 seeds")
@@ -223,6 +242,7 @@ def verify_rates(
     common_random_numbers: bool = True,
     progress: Callable[[str, float], None] | None = None,
     control: Mapping[str, Any] | None = None,
+    rate: str | None = None,
 ) -> RatesResult:
     """Sweep each varied parameter of a target and judge its exponent against the theorem.
 
@@ -250,6 +270,8 @@ def verify_rates(
         on the same grid and streams; points where the target is not ``control_ratio``
         times worse than the control are left out (:func:`window_reasons`). Registered
         targets only, as is ``settings.saturation``.
+    rate
+        The theorem's full bound, every term (see :func:`fit_sweep`).
 
     Examples
     --------
@@ -309,7 +331,7 @@ def verify_rates(
                                     name=name, common_random_numbers=common_random_numbers,
                                     progress=progress)
         sweeps.append(sw)
-        fits.append(fit_sweep(sw, th, settings, axis=axis, control=ctl))
+        fits.append(fit_sweep(sw, th, settings, axis=axis, control=ctl, rate=rate))
     return RatesResult(target=name, theory=th, sweeps=sweeps, fits=fits, seed=int(seed))
 
 
@@ -346,7 +368,7 @@ def _grids(vary: Mapping[str, Sequence[Any]] | Sequence[str], base: Callable[[st
 _SETTING_KEYS = ("confidence", "tolerance", "max_width", "n_boot", "model", "floor_select",
                  "min_points", "interval", "weighted", "saturation", "control_ratio")
 _OPTION_KEYS = {"vary", "values", "seeds", "metric", "theory", "log_factors", "regime",
-                "sided", "axis", "common_random_numbers", "control", *_SETTING_KEYS}
+                "sided", "axis", "common_random_numbers", "control", "rate", *_SETTING_KEYS}
 
 
 def _check_vary(options: Mapping[str, Any]) -> Any:
@@ -372,7 +394,7 @@ def rate_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
     (the grid of ``vary``), ``seeds``, ``metric``, ``theory`` (exponents, to override or to
     supply for ``module:function`` targets), ``log_factors``, ``regime``, ``sided``,
     ``axis``, ``common_random_numbers``, ``control`` (a table of parameter overrides for a
-    non-private control sweep) and the :class:`FitSettings` fields (``saturation`` and
+    non-private control sweep), ``rate`` (the theorem's full multi-term bound) and the :class:`FitSettings` fields (``saturation`` and
     ``control_ratio`` validate the window). Seeds come from the options, else
     ``ctx.trials``, else 20 (40 at the thorough scale).
     """
@@ -392,6 +414,7 @@ def rate_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
         axis=opts.get("axis", "auto"), backend=ctx.backend,
         common_random_numbers=bool(opts.get("common_random_numbers", True)),
         progress=ctx.progress, control=dict(opts["control"]) if opts.get("control") else None,
+        rate=opts.get("rate"),
     )
     return outcome_of(res)
 
@@ -472,7 +495,7 @@ def outcome_of(res: RatesResult) -> Outcome:
                                          "theory", "verdict")} for f in res.fits]
     evidence = {"points": [
         {"parameter": f.parameter, "values": f.values.tolist(), "x": f.x.tolist(),
-         "in_regime": f.in_regime.tolist(), "excluded": list(f.excluded),
+         "in_regime": f.in_regime.tolist(), "excluded": list(f.excluded), "axis": f.axis,
          "medians": f.medians.tolist(),
          "means": f.means.tolist(), "local_slopes": f.local_slopes.tolist(), "flags": f.flags,
          **curve_band(f)}

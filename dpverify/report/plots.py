@@ -595,7 +595,9 @@ def rate_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
             ax.xaxis.set_major_locator(FixedLocator(x[ok]))
             ax.xaxis.set_major_formatter(FixedFormatter([f"{v:.4g}" for v in x[ok]]))
             ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel(f"GDP μ of the ledger ({par} axis)" if gdp else par, fontsize=_FONT)
+        xlabel = (f"1 / the theorem's full bound ({par} axis)" if p.get("axis") == "rate"
+                  else f"GDP μ of the ledger ({par} axis)" if gdp else par)
+        ax.set_xlabel(xlabel, fontsize=_FONT)
         ax.set_ylabel(f"{quantity} / ({log_factors})" if divide and log_factors
                       else f"{quantity} / log factor" if divide else quantity, fontsize=_FONT)
         ax.set_title(f"{par}: {f.get('verdict') or check.get('verdict', '')}",
