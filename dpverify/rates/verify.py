@@ -394,9 +394,9 @@ def rate_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
     (the grid of ``vary``), ``seeds``, ``metric``, ``theory`` (exponents, to override or to
     supply for ``module:function`` targets), ``log_factors``, ``regime``, ``sided``,
     ``axis``, ``common_random_numbers``, ``control`` (a table of parameter overrides for a
-    non-private control sweep), ``rate`` (the theorem's full multi-term bound) and the :class:`FitSettings` fields (``saturation`` and
-    ``control_ratio`` validate the window). Seeds come from the options, else
-    ``ctx.trials``, else 20 (40 at the thorough scale).
+    non-private control sweep), ``rate`` (the theorem's full multi-term bound) and the
+    :class:`FitSettings` fields (``saturation`` and ``control_ratio`` validate the window).
+    Seeds come from the options, else ``ctx.trials``, else 20 (40 at the thorough scale).
     """
     opts = {k: v for k, v in spec.options.items() if not str(k).startswith("_")}  # loader's
     unknown = set(opts) - _OPTION_KEYS
