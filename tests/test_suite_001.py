@@ -14,7 +14,7 @@ from algorithms.paper001.single_pass import single_pass_setup
 from dpverify.checks import CheckSpec, RunContext, run_check
 from dpverify.claims import Verdict
 from dpverify.execution import build_problem
-from dpverify.rates.theory import Theory
+from dpverify.rates.theory import Theory, evaluate
 from dpverify.rates.verify import resolve_theory
 from dpverify.registry import resolve
 from dpverify.suites import load_suite
@@ -58,10 +58,32 @@ def test_every_sound_variant_passes_the_whole_battery(target):
 
 def test_rate_checks_cover_each_regime_and_the_baseline_line():
     rates = {e["id"]: e for e in _entries() if e["kind"] == "rate"}
-    # beta(n) of both single-pass oracles with the floor-aware model
+    # beta(n) of both single-pass oracles against Theorem 3.1 / 6.1's full three-term
+    # bound, and of the multi-pass one, each with a validated window
     for cid in ("o2nc_fo.sound.rate.n.private", "o2nc_zo.sound.rate.n.private"):
-        assert rates[cid]["options"]["model"] == "offset"
-        assert rates[cid]["options"]["vary"] == "n"
+        opts = rates[cid]["options"]
+        assert opts["vary"] == "n" and opts["rate"].count("**(1/") == 3
+    for cid in ("o2nc_fo.sound.rate.n.private", "o2nc_zo.sound.rate.n.private",
+                "o2nc_fo.sound.rate.n.nonprivate", "o2nc_erm.sound.rate.n"):
+        assert rates[cid]["options"]["saturation"] == 0.5
+    # the rate expression is the theorem's bound: positive, falling in n, and its private
+    # term the largest where the private regime holds
+    e = rates["o2nc_fo.sound.rate.n.private"]
+    p = resolve(e["target"]).algorithm.params("sound", e["params"])
+    bound = [evaluate(e["options"]["rate"], {**p, "n": n}) for n in e["options"]["values"]]
+    assert all(b > 0 for b in bound) and bound == sorted(bound, reverse=True)
+    for n in e["options"]["values"]:
+        q = {**p, "n": n, "Phi": p["x0_norm"] + 2}
+        terms = [evaluate(t, q) for t in ("(Phi * sqrt(d) / (n * alpha))**(1/3)",
+                                          "(Phi * d / (n * alpha * epsilon))**(1/2)",
+                                          "(Phi**2 * d**1.5 / (n**2 * alpha**2 * epsilon))**(1/5)")]
+        assert max(terms) == terms[1]
+    # the multi-pass check runs Theorem 4.1's balanced beta, the regime its claim names
+    e = rates["o2nc_erm.sound.rate.n"]
+    th = Theory.from_claim(resolve(e["target"]).variant.utility)
+    p = resolve(e["target"]).algorithm.params("sound", e["params"])
+    assert p["beta"] == "balanced" and all(th.in_regime({**p, "n": n})
+                                           for n in e["options"]["values"])
     # a sound variant's rate check FAILs only against a line other than its own theorem
     for e in rates.values():
         if e["expected"] == "FAIL":
