@@ -93,8 +93,14 @@ def test_saturation_and_control_on_a_registered_target() -> None:
                        settings=FitSettings(control_ratio=1e12))
     assert ctl.verdict is Verdict.INCONCLUSIVE
     assert "3 not private-dominated" in ctl.fits[0].message
-    with pytest.raises(InputError, match="swept parameter"):
-        verify_rates("noisy_gd:sound", {"n": N_VALUES}, **kw, control={"n": 100})
+    # an epsilon sweep's control pins epsilon at every point
+    eps = verify_rates("noisy_gd:sound", {"epsilon": [0.5, 1.0, 2.0]}, **kw,
+                       control={"epsilon": 50.0}, settings=FitSettings(control_ratio=1e12))
+    assert "3 not private-dominated" in eps.fits[0].message
+    t = resolve("noisy_gd:sound")
+    ctl = run_sweep(t, "epsilon", [0.5, 1.0, 2.0], params=GD, seeds=2,
+                    pinned={"epsilon": 50.0})
+    assert [p["epsilon"] for p in ctl.params] == [50.0] * 3
     with pytest.raises(InputError, match="registered target"):
         verify_rates(lambda n, seed: 1.0 / n, {"n": N_VALUES}, theory={"n": -1}, seeds=3,
                      settings=FitSettings(saturation=0.5))

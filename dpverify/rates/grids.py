@@ -215,6 +215,7 @@ def run_sweep(
     block_size: int = DEFAULT_BLOCK,
     progress: Callable[[str, float], None] | None = None,
     trivial: bool = False,
+    pinned: Mapping[str, Any] | None = None,
 ) -> Sweep:
     """Run a registered target at every grid value of ``parameter``; seeds are trials.
 
@@ -238,6 +239,9 @@ def run_sweep(
     trivial
         Also evaluate the metric at each point's start (:func:`trivial_output`), the value
         a run that made no progress would score.
+    pinned
+        Parameters held at these values at every point, over the grid's own value too (a
+        non-private control of an epsilon sweep pins epsilon).
 
     Examples
     --------
@@ -266,7 +270,8 @@ def run_sweep(
     point_params: list[dict[str, Any]] = []
     with single_threaded_blas():
         for i, v in enumerate(values):
-            p = algo.params(variant.name, {**(params or {}), parameter: v}, scale)
+            p = algo.params(variant.name, {**(params or {}), parameter: v, **(pinned or {})},
+                            scale)
             point_params.append(p)
             key = () if common_random_numbers else (i,)
             data_seed = int(sweep_stream(seed, parameter, 0, *key).generate_state(1)[0])

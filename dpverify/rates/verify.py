@@ -121,9 +121,11 @@ def fit_sweep(sweep: Sweep, theory: Theory, settings: FitSettings | None = None,
     fit = fit_rate(values, sweep.utilities, x=x,
                    rng=sweep_stream(sweep.seed, sweep.parameter, 2), **kw)
     if use_gdp:
+        fit.axis = "gdp"
+    if use_gdp and np.isfinite(fit.exponent):  # (no exponent: too few points to fit)
         raw = fit_rate(values, sweep.utilities, rng=sweep_stream(sweep.seed, sweep.parameter, 2),
                        **kw)
-        fit.axis, fit.exponent_raw = "gdp", raw.exponent
+        fit.exponent_raw = raw.exponent
         fit.message += (f" [regressed on the ledger's GDP mu; on {sweep.parameter} itself the "
                         f"exponent is {raw.exponent:.3f}]")
     if rate is not None:
@@ -266,10 +268,11 @@ def verify_rates(
     axis
         See :func:`fit_sweep`.
     control
-        Parameter overrides of a non-private control (e.g. ``{"epsilon": 1e6}``), swept
-        on the same grid and streams; points where the target is not ``control_ratio``
-        times worse than the control are left out (:func:`window_reasons`). Registered
-        targets only, as is ``settings.saturation``.
+        Parameter overrides of a non-private control (e.g. ``{"epsilon": 100}``), run at
+        every grid point with the same streams, the overrides winning over the grid's own
+        value (an epsilon sweep's control is one large epsilon); points where the target is
+        not ``control_ratio`` times worse than the control are left out
+        (:func:`window_reasons`). Registered targets only, as is ``settings.saturation``.
     rate
         The theorem's full bound, every term (see :func:`fit_sweep`).
 
@@ -322,10 +325,7 @@ def verify_rates(
             sw = run_sweep(resolve(name), k, values, params=params,
                            trivial=settings.saturation is not None, **kw)
             if control:
-                if k in control:
-                    raise InputError(f"the control overrides the swept parameter {k!r}")
-                ctl = run_sweep(resolve(name), k, values, params={**(params or {}),
-                                                                  **control}, **kw)
+                ctl = run_sweep(resolve(name), k, values, params=params, pinned=control, **kw)
         else:
             sw = run_function_sweep(fn, k, values, fixed=params, seeds=seeds, seed=seed,
                                     name=name, common_random_numbers=common_random_numbers,
