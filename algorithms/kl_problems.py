@@ -443,24 +443,32 @@ def make_kl_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Prob
 
 def _theorem8_problem(params: Mapping[str, Any], kappa: float, n: int,
                       w0_dist: float) -> Problem:
-    """Theorem 8's instance (lines 610-619): n(1+q)/2 records +1, the rest -1, q = 1/(n eps)."""
+    """Theorem 8's instance (lines 610-619): n(1+q)/2 records +1, the rest -1, q = 1/(n eps).
+
+    ``lb_side = -1`` gives the proof's other dataset S' (line 616), every record mirrored,
+    so its minimiser is -A; the public start w0 = A + w0_distance is the same for both.
+    """
     eps = float(params.get("lb_epsilon", math.log(2.0)))
+    side = params.get("lb_side", 1)
+    if side not in (1, -1):
+        raise InputError(f"lb_side must be 1 (S) or -1 (S', mirrored), got {side!r}")
     q = 1.0 / (n * eps)
     if not 0 < q <= 1:
         raise InputError(f"theorem8 needs n * lb_epsilon >= 1, got {n * eps}")
     tau = kappa / (kappa - 1.0)
     A = 0.5 * q ** (1.0 / (tau - 1.0))  # a = (1/2)(n eps)^(-1/(tau-1)), line 619
     n_plus = min(n, math.ceil(n * (1.0 + q) / 2.0))  # at least the fraction (1+q)/2
-    y = np.where(np.arange(n) < n_plus, 1.0, -1.0)
+    y = side * np.where(np.arange(n) < n_plus, 1.0, -1.0)
     X = (y * A)[:, None]  # each record's kink point: +A for label +1, -A for -1
     loss = Theorem8Loss(tau=tau)
     data = Dataset(X, y)
     objective, grad = _objective_fns(loss, data)
-    optimum = np.array([A])  # F decreases on [-A, A] and increases after A (q_emp > 1/2)
+    # F decreases on [-A, A] and increases after A when the +1 labels are the majority
+    optimum = np.array([side * A])
     w0 = np.array([A + w0_dist])
     F_star = float(objective(optimum)[0])
-    # 1-Lipschitz losses: F(w0) - F* <= |w0 - w*| = w0_distance, and F0 <= (gamma L0)^kappa = 1.
-    F0 = min(w0_dist, 1.0)
+    # 1-Lipschitz losses: F(w0) - F* <= |w0 - w*|, and F0 <= (gamma L0)^kappa = 1.
+    F0 = min(float(abs(w0[0] - optimum[0])), 1.0)
     info = {
         "problem": "theorem8", "gamma": 1.0, "kappa": kappa, "tau": tau,
         "lipschitz": 1.0, "smoothness": None, "weak_convexity": 0.0, "F0": F0,

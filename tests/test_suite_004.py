@@ -51,6 +51,12 @@ def test_each_leaking_paper_variant_fails_two_independent_checks():
     """Two kinds of evidence (e.g. sensitivity replay and a white-box audit) per finding."""
     kinds = defaultdict(set)
     for c in _checks():
+        if c["expected"] == "FAIL" and "claim" in c.get("options", {}):
+            # judged against a stricter claim than the run's own (the lower-bound demo):
+            # not a finding about the variant
+            assert c["kind"] == "lower_bound", c["id"]
+            assert c["options"]["claim"]["rho"] < c["params"]["rho"], c["id"]
+            continue
         if c["expected"] == "FAIL":
             kinds[c["target"]].add(c["kind"])
     for target in LEAKING:

@@ -123,7 +123,7 @@ def _select(cur: Curator, problem: Problem, p: Mapping[str, Any],
 def _run_paper(cur: Curator, problem: Problem, p: Mapping[str, Any],
                trace: list[tuple[Any, np.ndarray]] | None = None) -> Any:
     xp = cur.xp
-    c = constants(problem)
+    c = constants(problem, smooth=True)
     n, d, K = cur.n, cur.d, cur.trials
     rho = float(p["rho"])
     s = _scales(p, c, n, d)
@@ -158,7 +158,7 @@ def _run_paper(cur: Curator, problem: Problem, p: Mapping[str, Any],
 def _run_sound(cur: Curator, problem: Problem, p: Mapping[str, Any],
                trace: list[tuple[Any, np.ndarray]] | None = None) -> Any:
     xp = cur.xp
-    c = constants(problem)
+    c = constants(problem, smooth=True)
     n, d, K = cur.n, cur.d, cur.trials
     rho = float(p["rho"])
     s = _scales(p, c, n, d)

@@ -17,6 +17,7 @@ from algorithms.baselines import l2_sensitivity_of_sum
 from algorithms.kl_problems import finite_records
 from dpverify.claims import PrivacyClaim, UtilityClaim
 from dpverify.curator import Curator
+from dpverify.errors import InputError
 from dpverify.registry import Problem
 
 PAPER = "paper 004 (Menart, Ullah, Arora, Bassily, Guzman: DP non-convex optimization under KL)"
@@ -27,6 +28,7 @@ PAPER = "paper 004 (Menart, Ullah, Arora, Bassily, Guzman: DP non-convex optimiz
 PROBLEM_DEFAULTS: dict[str, Any] = {
     "problem": "auto", "kappa": 2.0, "n": 500, "d": 5, "a": 1.0, "spread": 0.25,
     "radius": 2.0, "huber_delta": 0.25, "w0_distance": 1.0, "lb_epsilon": math.log(2.0),
+    "lb_side": 1,
     "rho": 1.0, "beta": 0.1, "relation": "replace_one",
 }
 
@@ -47,9 +49,17 @@ def mean_sensitivity(bound: float, relation: str, n: int) -> float:
     return l2_sensitivity_of_sum(bound, relation) / n
 
 
-def constants(problem: Problem) -> dict[str, float]:
-    """The public constants an algorithm of the paper takes as input (Algs 1-4, inputs)."""
+def constants(problem: Problem, *, smooth: bool = False) -> dict[str, float]:
+    """The public constants an algorithm of the paper takes as input (Algs 1-4, inputs).
+
+    ``smooth=True``: the algorithm's step or sensitivity uses L1 (Algs 1 and 3), so a
+    problem without one (``theorem8``'s kinked losses) is refused by name.
+    """
     info = problem.info
+    if smooth and info.get("smoothness") is None:
+        raise InputError(f"this algorithm needs an L1-smooth problem; "
+                         f"{info.get('problem', 'this problem')!r} has no smoothness "
+                         f"constant (its losses have kinks)")
     return {
         "gamma": float(info["gamma"]), "kappa": float(info["kappa"]),
         "L0": float(info["lipschitz"]),

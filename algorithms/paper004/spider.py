@@ -120,7 +120,7 @@ def kl_spider(*, sound: bool):
 
     def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
         xp = cur.xp
-        c = constants(problem)
+        c = constants(problem, smooth=True)
         n, d = cur.n, cur.d
         W = start(cur, problem)
         sched = spider_schedule(p, c, n, d, integer_T=sound)

@@ -92,7 +92,10 @@ def excess_risk(problem: Problem, outputs: np.ndarray, params: Mapping[str, Any]
     optimum = _need(problem, "optimum", "excess_risk")
     theta = _as_outputs(outputs)
     f_star = float(np.asarray(objective(np.asarray(optimum, dtype=float)[None]))[0])
-    return np.asarray(objective(theta), dtype=float) - f_star
+    # A non-finite output scores NaN: a loss's branches can map NaN to a finite value.
+    ok = np.all(np.isfinite(theta), axis=1)
+    value = np.asarray(objective(np.where(ok[:, None], theta, 0.0)), dtype=float) - f_star
+    return np.where(ok, value, np.nan)
 
 
 @register_metric("grad_norm", "gradient_norm")

@@ -1,0 +1,241 @@
+"""Utility too good to be private: a run against a theorem's lower bound on private accuracy.
+
+A minimax lower bound says that every algorithm with a given privacy guarantee has, on some
+dataset of a hard pair, an expected error at least B. A target that claims the guarantee
+and does better than B on average over the pair is not private as claimed, whatever its
+ledger says; this is an audit through utility, independent of the privacy auditors (it
+never looks at the distribution of the outputs, only at their error). It also checks the
+harness: a metric or problem that lets a private algorithm beat a proven bound is broken.
+
+The ``lower_bound`` check runs the target on each dataset of the pair (a parameter that
+selects it, e.g. ``lb_side = [1, -1]`` for paper 004's Theorem 8 instance), averages the
+metric over trials and over the pair, and compares a one-sided upper confidence bound of
+that average with the bound, an expression of the parameters and of the claim (``rho``,
+``epsilon``, ``delta`` are the claim's, which the options may override to test a stricter
+one). The theorem's conditions, expressions too, must hold or the check refuses to run.
+
+Verdicts: FAIL when the upper confidence bound (Student t, level ``confidence``) of the
+pair-average error is below the bound; PASS otherwise. A target private as claimed FAILs
+with probability at most ``1 - confidence`` (the mean over trials is close to normal at
+the hundreds of trials the check runs; the error is bounded for the 1-Lipschitz instance).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from dpverify.checks import CheckSpec, Outcome, RunContext, check_kind
+from dpverify.claims import PrivacyClaim, Verdict
+from dpverify.errors import InputError
+from dpverify.execution import build_problem, executor_from_context, sample_outputs, seed_streams
+from dpverify.rates.metrics import get_metric
+from dpverify.rates.theory import evaluate
+from dpverify.registry import is_registered_target, resolve
+
+__all__ = ["DEFAULT_TRIALS", "LowerBoundResult", "judge_lower_bound", "verify_lower_bound"]
+
+#: Trials per dataset of the pair when neither the options nor the run give a number.
+DEFAULT_TRIALS = {"quick": 200, "thorough": 1000}
+_OPTIONS = {"pair", "bound", "conditions", "metric", "trials", "confidence", "claim",
+            "block_size"}
+
+
+@dataclass
+class LowerBoundResult:
+    """Per-dataset mean errors, their pair average and its upper bound, the verdict."""
+
+    means: list[float]
+    mean: float
+    upper: float
+    bound: float
+    trials: int
+    confidence: float
+    metric: str
+    claim: dict[str, Any]
+    verdict: Verdict
+
+    def metrics(self) -> dict[str, Any]:
+        """The numbers behind the verdict, JSON-friendly."""
+        d = asdict(self)
+        d["verdict"] = self.verdict.value
+        d["ratio"] = self.mean / self.bound if self.bound > 0 else math.inf
+        return d
+
+
+def judge_lower_bound(errors: Sequence[np.ndarray], bound: float, *,
+                      confidence: float = 0.99, metric: str = "metric",
+                      claim: Mapping[str, Any] | None = None) -> LowerBoundResult:
+    """Verdict on the per-trial errors of each dataset of the pair against ``bound``.
+
+    The pair average is the mean of the datasets' means; its standard error combines
+    theirs. FAIL when ``mean + t SE < bound`` (one-sided Student t at ``confidence``).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> errs = [rng.exponential(1e-3, 500), rng.exponential(1e-3, 500)]
+    >>> judge_lower_bound(errs, 1e-4).verdict.value
+    'PASS'
+    >>> judge_lower_bound(errs, 1e-2).verdict.value  # better than any private run can be
+    'FAIL'
+    """
+    from scipy.stats import t as student
+
+    if not 0.5 < confidence < 1.0:
+        raise InputError(f"confidence must be in (0.5, 1), got {confidence}")
+    if not (math.isfinite(bound) and bound >= 0):
+        raise InputError(f"the lower bound must be a finite number >= 0, got {bound}")
+    errs = [np.asarray(e, dtype=float).reshape(-1) for e in errors]
+    if len(errs) < 2 or min(e.size for e in errs) < 2:
+        raise InputError("a lower-bound check needs at least two datasets and two trials each")
+    for e in errs:
+        if not np.all(np.isfinite(e)):
+            raise InputError(f"{int(np.sum(~np.isfinite(e)))} non-finite errors ({metric}): "
+                             f"the target returned outputs the metric cannot score")
+    means = [float(e.mean()) for e in errs]
+    se = math.sqrt(sum(float(e.var(ddof=1)) / e.size for e in errs)) / len(errs)
+    df = min(e.size for e in errs) - 1
+    mean = float(np.mean(means))
+    upper = mean + float(student.ppf(confidence, df)) * se
+    verdict = Verdict.FAIL if upper < bound else Verdict.PASS
+    return LowerBoundResult(means, mean, upper, float(bound), int(min(e.size for e in errs)),
+                            float(confidence), metric, dict(claim or {}), verdict)
+
+
+def _claim_fields(claim: PrivacyClaim) -> dict[str, Any]:
+    out: dict[str, Any] = {"relation": claim.relation}
+    for k in ("epsilon", "delta", "rho"):
+        if getattr(claim, k) is not None:
+            out[k] = float(getattr(claim, k))
+    return out
+
+
+def verify_lower_bound(
+    target: str,
+    *,
+    pair: Mapping[str, Sequence[Any]],
+    bound: str | float,
+    conditions: Sequence[str] = (),
+    params: Mapping[str, Any] | None = None,
+    claim: Mapping[str, Any] | None = None,
+    metric: str | None = None,
+    trials: int = 200,
+    confidence: float = 0.99,
+    seed: int = 0,
+    scale: str = "quick",
+    backend: str = "numpy",
+    block_size: int | str = "auto",
+    execution: Any = None,
+) -> LowerBoundResult:
+    """Run ``target`` on each dataset of ``pair`` and judge its error against ``bound``.
+
+    Parameters
+    ----------
+    pair
+        ``{parameter: [value_1, value_2, ...]}``: the parameter that selects the dataset of
+        the hard pair, and its values.
+    bound, conditions
+        The lower bound on the pair-average error, and the theorem's conditions, as
+        expressions of the run's parameters with the claim's ``epsilon``, ``delta`` and
+        ``rho`` in place of the run's (see :func:`dpverify.rates.theory.evaluate`).
+    claim
+        Overrides of the target's claim (e.g. ``{"rho": 0.02}``): judge the run against a
+        guarantee other than its own.
+
+    Examples
+    --------
+    >>> res = verify_lower_bound(
+    ...     "noisy_gd_004:sound", pair={"lb_side": [1, -1]},
+    ...     bound="0.25 * (1 / (n * lb_epsilon))**kappa",
+    ...     params={"problem": "theorem8", "kappa": 3.0, "d": 1, "n": 100, "rho": 1e4},
+    ...     claim={"rho": 0.02}, trials=50)
+    >>> res.verdict.value  # rho = 1e4 of noise, judged as 0.02-zCDP: too accurate
+    'FAIL'
+    """
+    if not is_registered_target(target):
+        raise InputError(f"the lower-bound check runs registered targets (name:variant), "
+                         f"got {target!r}")
+    if not isinstance(pair, Mapping) or len(pair) != 1:
+        raise InputError(f"pair must name one parameter and its values, e.g. "
+                         f"{{lb_side = [1, -1]}}, got {pair!r}")
+    (key, values), = pair.items()
+    values = list(values)
+    if len(values) < 2:
+        raise InputError(f"pair {key!r} needs at least two values, got {values!r}")
+    t = resolve(target)
+    base = t.algorithm.params(t.variant.name, params, scale)
+    if key not in base:
+        raise InputError(f"{t.id} has no parameter {key!r} to select the dataset of the pair")
+    own = _claim_fields(t.variant.claim(base))
+    try:
+        judged = PrivacyClaim(**{k: v for k, v in {**own, **dict(claim or {})}.items()
+                                 if k in ("epsilon", "delta", "rho", "relation")})
+    except TypeError as e:
+        raise InputError(f"claim overrides must be epsilon, delta or rho: {e}") from None
+    names = {**base, **_claim_fields(judged)}
+    for cond in conditions:
+        if not bool(evaluate(cond, names)):
+            raise InputError(f"the lower bound does not apply: condition {cond!r} fails for "
+                             f"the claim {_claim_fields(judged)}")
+    b = float(bound) if isinstance(bound, (int, float)) else float(evaluate(str(bound), names))
+    if metric is None:
+        if t.variant.utility is None:
+            raise InputError(f"{t.id} declares no utility claim: name the metric")
+        metric = t.variant.utility.quantity
+    metric_fn = get_metric(metric)
+    trials = int(trials)
+    if trials < 2:
+        raise InputError(f"trials must be an integer >= 2, got {trials}")
+    streams = seed_streams(seed, len(values) + 1)
+    errors = []
+    for i, v in enumerate(values):
+        p = t.algorithm.params(t.variant.name, {**dict(params or {}), key: v}, scale)
+        problem = build_problem(t, p, seed)
+        out = sample_outputs(t, p, problem, problem.data, trials=trials, seed=streams[i + 1],
+                             backend=backend, block_size=block_size,
+                             **({} if execution is None else {"executor": execution}))
+        errors.append(np.asarray(metric_fn(problem, out, p), dtype=float).reshape(-1))
+    return judge_lower_bound(errors, b, confidence=confidence, metric=metric,
+                             claim=_claim_fields(judged))
+
+
+@check_kind("lower_bound")
+def lower_bound_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
+    """Does a target beat a theorem's lower bound on the error of any private algorithm?
+
+    Options: ``pair`` (one parameter and its values: the datasets of the hard pair),
+    ``bound`` (expression or number; required), ``conditions`` (expressions that must
+    hold), ``claim`` (overrides of the claim judged), ``metric`` (default: the variant's
+    utility quantity), ``trials`` per dataset (else ``ctx.trials``, else 200, 1000 at the
+    thorough scale), ``confidence`` (0.99) and ``block_size``. See
+    :func:`verify_lower_bound`.
+    """
+    opts = {k: v for k, v in spec.options.items() if not str(k).startswith("_")}
+    unknown = set(opts) - _OPTIONS
+    if unknown:
+        raise InputError(f"{spec.source or spec.id}: unknown lower_bound option(s) "
+                         f"{sorted(unknown)}; known: {sorted(_OPTIONS)}")
+    for need in ("pair", "bound"):
+        if need not in opts:
+            raise InputError(f"{spec.source or spec.id}: the lower_bound check needs {need!r}")
+    conditions = opts.get("conditions", ())
+    trials = ctx.trials or opts.get("trials") or DEFAULT_TRIALS.get(ctx.scale, 200)
+    res = verify_lower_bound(
+        spec.target, pair=dict(opts["pair"]), bound=opts["bound"],
+        conditions=[conditions] if isinstance(conditions, str) else list(conditions),
+        params=dict(spec.params), claim=opts.get("claim"), metric=opts.get("metric"),
+        trials=int(trials), confidence=float(opts.get("confidence", 0.99)), seed=ctx.seed,
+        scale=ctx.scale, backend=ctx.backend, block_size=opts.get("block_size", "auto"),
+        execution=executor_from_context(ctx),
+    )
+    word = ("below the bound: more accurate than any algorithm private as claimed"
+            if res.verdict == Verdict.FAIL else "not below the bound")
+    msg = (f"pair-average {res.metric} {res.mean:.3g} (upper {res.confidence:.0%} bound "
+           f"{res.upper:.3g}; per dataset {', '.join(f'{m:.3g}' for m in res.means)}) vs "
+           f"the lower bound {res.bound:.3g} for {res.claim}: {word}")
+    return Outcome(res.verdict, res.metrics(), {}, msg)

@@ -1,0 +1,106 @@
+"""The lower_bound check kind, and Theorem 8's pair of paper 004 that it runs on."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from algorithms.kl_problems import make_kl_problem
+from dpverify.checks import CheckSpec, RunContext, run_check
+from dpverify.claims import Verdict
+from dpverify.errors import InputError
+from dpverify.execution import build_problem, run_target
+from dpverify.lower_bounds import judge_lower_bound, verify_lower_bound
+from dpverify.rates.metrics import get_metric
+from dpverify.registry import resolve
+
+PAIR = {"lb_side": [1, -1]}
+BOUND = "0.125 * (1 / (n * lb_epsilon))**kappa"
+ZCDP_TO_DP = "rho + 2 * sqrt(rho * log(16 / (1 - exp(-lb_epsilon)))) <= lb_epsilon"
+THM8 = {"problem": "theorem8", "kappa": 3.0, "d": 1, "n": 100}
+
+
+def test_judge_fails_only_when_the_upper_confidence_bound_is_below() -> None:
+    """Failure probability: with errors whose true pair mean equals the bound, the check
+    FAILs at most 1% of the time (confidence 0.99); over 400 seeded replications it must
+    fail between 0 and 15 times (binomial(400, 0.01) exceeds 15 with probability < 1e-4)."""
+    rng = np.random.default_rng(7)
+    fails = sum(judge_lower_bound([rng.exponential(1.0, 300), rng.exponential(1.0, 300)],
+                                  1.0).verdict is Verdict.FAIL for _ in range(400))
+    assert 0 <= fails <= 15
+    tiny = [np.full(10, 1e-9) + 1e-12 * np.arange(10)] * 2
+    assert judge_lower_bound(tiny, 1e-6).verdict is Verdict.FAIL
+    assert judge_lower_bound(tiny, 1e-10).verdict is Verdict.PASS
+    with pytest.raises(InputError, match="non-finite"):
+        judge_lower_bound([np.array([1.0, np.nan]), np.ones(2)], 0.5)
+    with pytest.raises(InputError, match="two datasets"):
+        judge_lower_bound([np.ones(5)], 0.5)
+    with pytest.raises(InputError, match="finite number"):
+        judge_lower_bound([np.ones(5)] * 2, float("nan"))
+
+
+def test_theorem8_pair_is_mirrored_with_one_public_start() -> None:
+    rng = np.random.default_rng(0)
+    s = make_kl_problem({**THM8, "lb_side": 1}, rng)
+    t = make_kl_problem({**THM8, "lb_side": -1}, np.random.default_rng(0))
+    assert np.allclose(s.data.X, -t.data.X) and np.allclose(s.data.y, -t.data.y)
+    assert np.allclose(s.optimum, -t.optimum) and np.allclose(s.info["w0"], t.info["w0"])
+    for prob in (s, t):  # each minimiser is where the gradient changes sign
+        w = prob.optimum[0]
+        assert prob.objective(np.array([[w]]))[0] <= prob.objective(np.array([[w + 1e-3]]))[0]
+        assert prob.objective(np.array([[w]]))[0] <= prob.objective(np.array([[w - 1e-3]]))[0]
+    with pytest.raises(InputError, match="lb_side"):
+        make_kl_problem({**THM8, "lb_side": 0}, rng)
+
+
+def test_algorithms_that_need_smoothness_refuse_the_kinked_instance() -> None:
+    for target in ("adaptive_noisy_gd:sound", "kl_spider:paper"):
+        t = resolve(target)
+        p = t.algorithm.params(t.variant.name, THM8)
+        with pytest.raises(InputError, match="L1-smooth"):
+            run_target(t, p, build_problem(t, p, 0), trials=2, rng=1)
+
+
+def test_excess_risk_of_a_non_finite_output_is_nan() -> None:
+    t = resolve("noisy_gd_004:sound")
+    p = t.algorithm.params("sound", THM8)
+    prob = build_problem(t, p, 0)
+    v = get_metric("excess_risk")(prob, np.array([[np.nan], [prob.optimum[0]]]), p)
+    assert np.isnan(v[0]) and abs(v[1]) < 1e-12
+
+
+def test_a_private_run_passes_and_an_overclaimed_one_fails() -> None:
+    kw = dict(pair=PAIR, bound=BOUND, conditions=[ZCDP_TO_DP, "d == 1"], trials=40)
+    ok = verify_lower_bound("noisy_gd_004:sound", params={**THM8, "rho": 0.02}, **kw)
+    assert ok.verdict is Verdict.PASS and ok.mean > 100 * ok.bound
+    bad = verify_lower_bound("noisy_gd_004:sound", params={**THM8, "rho": 1e4},
+                             claim={"rho": 0.02}, **kw)
+    assert bad.verdict is Verdict.FAIL and bad.upper < bad.bound
+    assert bad.claim["rho"] == 0.02
+    # judged by its own claim, rho = 1e4 is outside the theorem's conditions
+    with pytest.raises(InputError, match="does not apply"):
+        verify_lower_bound("noisy_gd_004:sound", params={**THM8, "rho": 1e4}, **kw)
+    with pytest.raises(InputError, match="no parameter 'side'"):
+        verify_lower_bound("noisy_gd_004:sound", params=THM8, pair={"side": [1, -1]},
+                           bound=BOUND)
+    with pytest.raises(InputError, match="two values"):
+        verify_lower_bound("noisy_gd_004:sound", params=THM8, pair={"lb_side": [1]},
+                           bound=BOUND)
+    with pytest.raises(InputError, match="registered targets"):
+        verify_lower_bound("mod:f", pair=PAIR, bound=BOUND)
+
+
+def test_the_check_kind_reads_its_options() -> None:
+    spec = CheckSpec("lb", "lower_bound", "noisy_gd_004:sound",
+                     params={**THM8, "rho": 1e4},
+                     options={"pair": PAIR, "bound": BOUND, "claim": {"rho": 0.02},
+                              "trials": 20}, expected=Verdict.FAIL)
+    res = run_check(spec, RunContext())
+    assert res.met and "below the bound" in res.outcome.message
+    assert res.outcome.metrics["ratio"] < 1
+    with pytest.raises(InputError, match="needs 'bound'"):
+        run_check(CheckSpec("lb", "lower_bound", "noisy_gd_004:sound",
+                            options={"pair": PAIR}), RunContext())
+    with pytest.raises(InputError, match="unknown lower_bound option"):
+        run_check(CheckSpec("lb", "lower_bound", "noisy_gd_004:sound",
+                            options={"pair": PAIR, "bound": BOUND, "bond": 1}), RunContext())
