@@ -436,7 +436,10 @@ def fit_rate(
     L = np.ones_like(values) if log_factor is None else np.asarray(log_factor, float).reshape(-1)
     mask = (np.ones(values.size, bool) if in_regime is None
             else np.asarray(in_regime, bool).reshape(-1))
-    why = [""] * values.size if excluded is None else [str(e) for e in excluded]
+    why = [""] * values.size if excluded is None else list(excluded)
+    if not all(isinstance(w, str) for w in why):
+        raise InputError(f"excluded must hold one reason string per point ('' to keep it), "
+                         f"got {why!r}")
     if len(why) != values.size:
         raise InputError(f"excluded needs one entry per grid point ({values.size}), "
                          f"got {len(why)}")

@@ -67,9 +67,9 @@ class Sweep:
 def trivial_output(problem: Any, width: int) -> np.ndarray:
     """The output of a run that made no progress: the problem's start, one row.
 
-    The start is ``problem.info["x0"]`` where the problem declares one, else the origin,
-    where the harness's algorithms start. The metric there is the *trivial value* a
-    saturated run stays near (benchmarking anchors, Part A, pitfall 1).
+    The start is ``problem.info["x0"]`` (or ``"w0"``) where the problem declares one, else
+    the origin, where the harness's other algorithms start. The metric there is the
+    *trivial value* a saturated run stays near (benchmarking anchors, Part A, pitfall 1).
 
     Examples
     --------
@@ -78,12 +78,12 @@ def trivial_output(problem: Any, width: int) -> np.ndarray:
     [[0.0, 0.0, 0.0]]
     """
     info = getattr(problem, "info", None) or {}
-    start = info.get("x0")
+    start = info.get("x0", info.get("w0"))
     if start is None:
         return np.zeros((1, int(width)))
     start = np.asarray(start, dtype=float).reshape(1, -1)
     if start.shape[1] != int(width):
-        raise InputError(f"the problem's start x0 has {start.shape[1]} coordinates, the "
+        raise InputError(f"the problem's start has {start.shape[1]} coordinates, the "
                          f"outputs {width}: the trivial value is undefined")
     return start
 

@@ -28,24 +28,29 @@ AXES = ("auto", "param", "gdp")
 DEFAULT_SEEDS = {"quick": 20, "thorough": 40}
 
 
-def window_reasons(sweep: Sweep, settings: FitSettings,
-                   control: Sweep | None = None) -> list[str]:
+def window_reasons(sweep: Sweep, settings: FitSettings, control: Sweep | None = None,
+                   bound: np.ndarray | None = None) -> list[str]:
     """Why each grid point falls outside the fitting window (``""``: inside).
 
     Window validation (benchmarking anchors, Part A pitfall 1, design step 3): a point
     whose mean is above ``settings.saturation`` times its trivial value (the metric at the
-    start, ``sweep.trivial``) has not left the pre-asymptotic plateau; a point whose mean
-    is below ``settings.control_ratio`` times a non-private ``control`` sweep's mean at the
-    same point is not dominated by the private term. Neither says anything about the rate,
-    so such points are left out and the reasons reported, instead of flattening the fit.
+    start, ``sweep.trivial``) has not left the pre-asymptotic plateau, *and* the theorem's
+    ``bound`` there (its full rate, constants 1) is no lower, so the theorem promises no
+    progress from the start; a point whose mean is below ``settings.control_ratio`` times a
+    non-private ``control`` sweep's mean at the same point is not dominated by the private
+    term. Neither says anything about the rate, so such points are left out and the reasons
+    reported, instead of flattening the fit. A run stuck at its start where the bound does
+    promise progress stays in the fit, where it can fail. Saturation needs the bound.
 
     Examples
     --------
     >>> import numpy as np
     >>> sw = Sweep("t", "n", [1, 2, 3], np.array([[0.9], [0.3], [0.1]]), [{}] * 3, "m", 0,
     ...            trivial=np.ones(3))
-    >>> window_reasons(sw, FitSettings(saturation=0.5))
-    ['saturated: mean 0.9 > 0.5 x the trivial value 1', '', '']
+    >>> window_reasons(sw, FitSettings(saturation=0.5), bound=np.array([2.0, 1.0, 0.2]))
+    ['saturated: mean 0.9 > 0.5 x the trivial value 1, the bound 2 no lower', '', '']
+    >>> window_reasons(sw, FitSettings(saturation=0.5), bound=np.array([0.2, 0.2, 0.2]))
+    ['', '', '']
     """
     m = sweep.utilities.mean(axis=1)
     why = [""] * len(sweep.values)
@@ -54,9 +59,13 @@ def window_reasons(sweep: Sweep, settings: FitSettings,
         if triv.size != m.size or not np.all(np.isfinite(triv)):
             raise InputError("saturation needs the metric at the start of every grid point "
                              "(a sweep run with trivial=True)")
+        if bound is None:
+            raise InputError("saturation needs the theorem's full bound (option rate): a "
+                             "point is left out only where the bound promises no progress")
         s = float(settings.saturation)
-        for i in np.flatnonzero(m > s * triv):
-            why[i] = f"saturated: mean {m[i]:.3g} > {s:g} x the trivial value {triv[i]:.3g}"
+        for i in np.flatnonzero((m > s * triv) & (bound >= s * triv)):
+            why[i] = (f"saturated: mean {m[i]:.3g} > {s:g} x the trivial value {triv[i]:.3g}, "
+                      f"the bound {bound[i]:.3g} no lower")
     if control is not None:
         c = control.utilities.mean(axis=1)
         r = float(settings.control_ratio)
@@ -82,10 +91,11 @@ def fit_sweep(sweep: Sweep, theory: Theory, settings: FitSettings | None = None,
 
     ``rate``: the theorem's full bound as an expression of the parameters (every term, e.g.
     ``"(sqrt(d)/n)**(1/3) + (d/(n*epsilon))**(1/2)"``). The utility is then regressed on
-    ``1 / rate`` with theory exponent -1: the multi-term model, each term with its own
+    ``1 / rate`` with theory exponent -1 where the bound falls along the grid (``rate``
+    with exponent +1 where it rises): the multi-term model, each term with its own
     exponent and the theorem's relative weights, where a one-term fit would read a blend of
-    the terms' slopes. An exponent above -1 + tolerance means the utility falls slower
-    than the bound.
+    the terms' slopes. An exponent above the theory's + tolerance means the utility
+    improves slower (or worsens faster) than the bound. The bound must be monotone.
 
     Examples
     --------
@@ -106,18 +116,29 @@ def fit_sweep(sweep: Sweep, theory: Theory, settings: FitSettings | None = None,
     if axis == "gdp" and not use_gdp:
         raise InputError(f"axis 'gdp' needs an epsilon or rho sweep of a target whose "
                          f"releases are all Gaussian (parameter {sweep.parameter!r})")
+    if axis == "gdp" and rate is not None:
+        raise InputError("a fit against the full bound (rate) has its own axis; axis 'gdp' "
+                         "cannot be combined with it")
     use_gdp = use_gdp and axis != "param" and rate is None
     x = sweep.mu ** PRIVACY_AXES[sweep.parameter] if use_gdp else None
     th_exp = theory.exponent(sweep.parameter)
+    bound = None
     if rate is not None:
         bound = np.array([float(evaluate(rate, p)) for p in sweep.params])
         if not np.all(np.isfinite(bound) & (bound > 0)):
             raise InputError(f"rate {rate!r} must be finite and > 0 at every grid point, got "
                              f"{bound.tolist()}")
-        x, th_exp = 1.0 / bound, -1.0
+        # The abscissa rises along the grid, so "a larger exponent is worse" holds as for
+        # a plain sweep: 1/bound where the bound falls (n), the bound where it rises (d).
+        step = np.diff(np.log(bound)) * np.sign(np.diff(values))
+        if not (np.all(step < 0) or np.all(step > 0)):
+            raise InputError(f"rate {rate!r} must change monotonically along the grid of "
+                             f"{sweep.parameter!r}, got {bound.tolist()}")
+        sign = 1.0 if step[0] > 0 else -1.0
+        x, th_exp = bound**sign, sign
     kw = dict(theory=th_exp, parameter=sweep.parameter,
               log_factor=L, in_regime=regime, sided=theory.sided, settings=settings,
-              excluded=window_reasons(sweep, settings, control))
+              excluded=window_reasons(sweep, settings, control, bound))
     fit = fit_rate(values, sweep.utilities, x=x,
                    rng=sweep_stream(sweep.seed, sweep.parameter, 2), **kw)
     if use_gdp:
@@ -130,8 +151,9 @@ def fit_sweep(sweep: Sweep, theory: Theory, settings: FitSettings | None = None,
                         f"exponent is {raw.exponent:.3f}]")
     if rate is not None:
         fit.axis = "rate"
-        fit.message += (f" [regressed on 1/rate, rate = {rate}: exponent -1 is a utility "
-                        f"proportional to the theorem's full bound]")
+        on = "1/rate" if th_exp < 0 else "rate"
+        fit.message += (f" [regressed on {on}, rate = {rate}: exponent {th_exp:g} is a "
+                        f"utility proportional to the theorem's full bound]")
     elif sweep.parameter not in theory.exponents:
         fit.flags.append(f"the theorem does not depend on {sweep.parameter!r} (exponent 0)")
     if sweep.seeds < 10:
@@ -312,6 +334,9 @@ def verify_rates(
             raise InputError("a function target needs grid values: --vary n=100,200,400")
         grids = {k: list(v) for k, v in vary.items()}
 
+    if settings.saturation is not None and rate is None:
+        raise InputError("saturation needs the theorem's full bound (option rate, --rate): a "
+                         "point is left out only where the bound promises no progress")
     if fn is not None and (control or settings.saturation is not None):
         raise InputError("window validation (saturation, control) needs a registered target: "
                          "a function has no start or privacy parameters to read")
