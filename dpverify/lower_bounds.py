@@ -14,10 +14,14 @@ that average with the bound, an expression of the parameters and of the claim (`
 ``epsilon``, ``delta`` are the claim's, which the options may override to test a stricter
 one). The theorem's conditions, expressions too, must hold or the check refuses to run.
 
-Verdicts: FAIL when the upper confidence bound (Student t, level ``confidence``) of the
-pair-average error is below the bound; PASS otherwise. A target private as claimed FAILs
-with probability at most ``1 - confidence`` (the mean over trials is close to normal at
-the hundreds of trials the check runs; the error is bounded for the 1-Lipschitz instance).
+Verdicts: FAIL when the upper confidence bound of the pair-average error is below the
+bound; PASS otherwise. The upper bound is a bootstrap-t one (each dataset's trials
+resampled on their own, the pair average studentised; Efron and Tibshirani 1993, Ch. 12):
+errors are nonnegative and right-skewed, where a plain Student t bound is too low when a
+sample mean comes out low. Measured false-FAIL rates at nominal 1%, 200 trials a dataset
+(``tests/test_lower_bounds.py``): about 1.5% for exponential errors; the suite's checks are
+decided by orders of magnitude. A run whose outputs the metric cannot score (non-finite) is
+counted as an infinite error: it cannot show the bound beaten.
 """
 
 from __future__ import annotations
@@ -58,22 +62,28 @@ class LowerBoundResult:
     metric: str
     claim: dict[str, Any]
     verdict: Verdict
+    non_finite: int = 0  # errors the metric could not score, counted as infinite
 
     def metrics(self) -> dict[str, Any]:
-        """The numbers behind the verdict, JSON-friendly."""
+        """The numbers behind the verdict, JSON-friendly (None for an infinite value)."""
         d = asdict(self)
         d["verdict"] = self.verdict.value
         d["ratio"] = self.mean / self.bound if self.bound > 0 else math.inf
-        return d
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else
+                    [None if not math.isfinite(x) else x for x in v] if k == "means" else v)
+                for k, v in d.items()}
 
 
 def judge_lower_bound(errors: Sequence[np.ndarray], bound: float, *,
                       confidence: float = 0.99, metric: str = "metric",
-                      claim: Mapping[str, Any] | None = None) -> LowerBoundResult:
+                      claim: Mapping[str, Any] | None = None, n_boot: int = 2000,
+                      rng: int | np.random.Generator = 0) -> LowerBoundResult:
     """Verdict on the per-trial errors of each dataset of the pair against ``bound``.
 
-    The pair average is the mean of the datasets' means; its standard error combines
-    theirs. FAIL when ``mean + t SE < bound`` (one-sided Student t at ``confidence``).
+    The pair average is the mean of the datasets' means, its standard error combines
+    theirs, and its upper confidence bound is bootstrap-t: ``mean - q SE`` with ``q`` the
+    ``1 - confidence`` quantile of the studentised resampled averages. FAIL when that bound
+    is below ``bound``. Non-finite errors count as infinite (no FAIL).
 
     Examples
     --------
@@ -84,8 +94,6 @@ def judge_lower_bound(errors: Sequence[np.ndarray], bound: float, *,
     >>> judge_lower_bound(errs, 1e-2).verdict.value  # better than any private run can be
     'FAIL'
     """
-    from scipy.stats import t as student
-
     if not 0.5 < confidence < 1.0:
         raise InputError(f"confidence must be in (0.5, 1), got {confidence}")
     if not (math.isfinite(bound) and bound >= 0):
@@ -93,18 +101,31 @@ def judge_lower_bound(errors: Sequence[np.ndarray], bound: float, *,
     errs = [np.asarray(e, dtype=float).reshape(-1) for e in errors]
     if len(errs) < 2 or min(e.size for e in errs) < 2:
         raise InputError("a lower-bound check needs at least two datasets and two trials each")
-    for e in errs:
-        if not np.all(np.isfinite(e)):
-            raise InputError(f"{int(np.sum(~np.isfinite(e)))} non-finite errors ({metric}): "
-                             f"the target returned outputs the metric cannot score")
-    means = [float(e.mean()) for e in errs]
-    se = math.sqrt(sum(float(e.var(ddof=1)) / e.size for e in errs)) / len(errs)
-    df = min(e.size for e in errs) - 1
-    mean = float(np.mean(means))
-    upper = mean + float(student.ppf(confidence, df)) * se
+    claim = dict(claim or {})
+    trials = int(min(e.size for e in errs))
+    bad = int(sum(np.sum(~np.isfinite(e)) for e in errs))
+    if bad:
+        means = [float(e.mean()) if np.all(np.isfinite(e)) else math.inf for e in errs]
+        return LowerBoundResult(means, math.inf, math.inf, float(bound), trials,
+                                float(confidence), metric, claim, Verdict.PASS, bad)
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+
+    def stats(samples: list[np.ndarray]) -> tuple[Any, Any]:
+        k = len(samples)
+        mean = sum(x.mean(axis=-1) for x in samples) / k
+        se = np.sqrt(sum(x.var(axis=-1, ddof=1) / x.shape[-1] for x in samples)) / k
+        return mean, se
+
+    mean, se = stats(errs)
+    boot = [e[gen.integers(0, e.size, size=(int(n_boot), e.size))] for e in errs]
+    bmean, bse = stats(boot)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tstar = np.where(bse > 0, (bmean - mean) / bse, 0.0)
+    q = float(np.quantile(tstar, 1.0 - confidence))
+    upper = float(mean - q * se)
     verdict = Verdict.FAIL if upper < bound else Verdict.PASS
-    return LowerBoundResult(means, mean, upper, float(bound), int(min(e.size for e in errs)),
-                            float(confidence), metric, dict(claim or {}), verdict)
+    return LowerBoundResult([float(e.mean()) for e in errs], float(mean), upper, float(bound),
+                            trials, float(confidence), metric, claim, verdict, 0)
 
 
 def _claim_fields(claim: PrivacyClaim) -> dict[str, Any]:
@@ -172,11 +193,16 @@ def verify_lower_bound(
     if key not in base:
         raise InputError(f"{t.id} has no parameter {key!r} to select the dataset of the pair")
     own = _claim_fields(t.variant.claim(base))
-    try:
-        judged = PrivacyClaim(**{k: v for k, v in {**own, **dict(claim or {})}.items()
-                                 if k in ("epsilon", "delta", "rho", "relation")})
-    except TypeError as e:
-        raise InputError(f"claim overrides must be epsilon, delta or rho: {e}") from None
+    claim = dict(claim or {})
+    unknown = set(claim) - {"epsilon", "delta", "rho", "relation"}
+    if unknown:
+        raise InputError(f"claim overrides are epsilon, delta, rho and relation; got "
+                         f"{sorted(unknown)}")
+    if "rho" in claim:  # an override of one kind replaces the other
+        own = {k: v for k, v in own.items() if k not in ("epsilon", "delta")}
+    if "epsilon" in claim or "delta" in claim:
+        own.pop("rho", None)
+    judged = PrivacyClaim(**{**own, **claim})
     names = {**base, **_claim_fields(judged)}
     for cond in conditions:
         if not bool(evaluate(cond, names)):
@@ -201,6 +227,7 @@ def verify_lower_bound(
                              **({} if execution is None else {"executor": execution}))
         errors.append(np.asarray(metric_fn(problem, out, p), dtype=float).reshape(-1))
     return judge_lower_bound(errors, b, confidence=confidence, metric=metric,
+                             rng=np.random.default_rng(streams[0]),
                              claim=_claim_fields(judged))
 
 
@@ -211,8 +238,8 @@ def lower_bound_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
     Options: ``pair`` (one parameter and its values: the datasets of the hard pair),
     ``bound`` (expression or number; required), ``conditions`` (expressions that must
     hold), ``claim`` (overrides of the claim judged), ``metric`` (default: the variant's
-    utility quantity), ``trials`` per dataset (else ``ctx.trials``, else 200, 1000 at the
-    thorough scale), ``confidence`` (0.99) and ``block_size``. See
+    utility quantity), ``trials`` per dataset (the run's ``--trials`` wins, else the option,
+    else 200, 1000 at the thorough scale), ``confidence`` (0.99) and ``block_size``. See
     :func:`verify_lower_bound`.
     """
     opts = {k: v for k, v in spec.options.items() if not str(k).startswith("_")}
@@ -235,6 +262,8 @@ def lower_bound_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
     )
     word = ("below the bound: more accurate than any algorithm private as claimed"
             if res.verdict == Verdict.FAIL else "not below the bound")
+    if res.non_finite:
+        word += f" ({res.non_finite} runs the metric could not score count as infinite)"
     msg = (f"pair-average {res.metric} {res.mean:.3g} (upper {res.confidence:.0%} bound "
            f"{res.upper:.3g}; per dataset {', '.join(f'{m:.3g}' for m in res.means)}) vs "
            f"the lower bound {res.bound:.3g} for {res.claim}: {word}")
