@@ -303,6 +303,8 @@ def multi_pass_schedule(p: Mapping[str, Any], L: float, Phi: float, n: int,
     alpha, eps, delta = float(p["alpha"]), float(p["epsilon"]), float(p["delta"])
     beta = p.get("beta")
     # "balanced" spells None where a suite file (TOML has no null) needs it
+    if isinstance(beta, str) and beta != "balanced":
+        raise InputError(f"beta must be a number or 'balanced', got {beta!r}")
     beta = (balanced_beta(L, Phi, n, d, eps, alpha) if beta in (None, "balanced")
             else float(beta))
     rule = p.get("d_rule", "paper")
