@@ -75,7 +75,10 @@ def evaluate(expr: str, params: Mapping[str, Any]) -> Any:
             raise InputError(f"expression {expr!r} names {node.id!r}, which is neither a "
                              f"parameter ({sorted(params)}) nor a constant")
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+            left, right = ev(node.left), ev(node.right)
+            if isinstance(left, str) or isinstance(right, str):  # strings only compare
+                raise InputError(f"expression {expr!r}: arithmetic on a string")
+            return _BINOPS[type(node.op)](left, right)
         if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
             return _UNARY[type(node.op)](ev(node.operand))
         if isinstance(node, ast.BoolOp):

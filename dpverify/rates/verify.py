@@ -447,9 +447,11 @@ def rate_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
 def curve_band(fit: RateFit) -> dict[str, list[float]]:
     """The fitted curve at each grid point, its bootstrap band, and the log factor.
 
-    Returns lists aligned with the grid (one entry per point, NaN where the point was not
-    usable or the fit did not run): ``fit`` (the selected model, log factor included:
-    ``exp(a) L x^p`` or ``A L x^p + c``), ``band_low``/``band_high`` (the pointwise
+    Returns lists aligned with the grid (one entry per point, NaN where its abscissa or
+    log factor is not positive and finite, or the fit did not run; points left out of the
+    fit, outside the regime or the window, get the fitted curve extrapolated): ``fit``
+    (the selected model, log factor included: ``exp(a) L x^p`` or ``A L x^p + c``),
+    ``band_low``/``band_high`` (the pointwise
     percentile band of the curves refitted on the fit's own seed-clustered bootstrap
     resamples, model choice included, at the fit's confidence and widened for few seeds
     like its exponent interval) and ``log_factor`` (the theorem's L, divided out before
