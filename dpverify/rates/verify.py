@@ -95,7 +95,9 @@ def fit_sweep(sweep: Sweep, theory: Theory, settings: FitSettings | None = None,
     with exponent +1 where it rises): the multi-term model, each term with its own
     exponent and the theorem's relative weights, where a one-term fit would read a blend of
     the terms' slopes. An exponent above the theory's + tolerance means the utility
-    improves slower (or worsens faster) than the bound. The bound must be monotone.
+    improves slower (or worsens faster) than the bound. The bound must be monotone. The
+    tolerance and interval width then apply to the exponent in the bound, a relative scale:
+    0.1 is a tenth of the theorem's rate, whatever its exponent in the parameter.
 
     Examples
     --------
