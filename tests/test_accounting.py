@@ -498,12 +498,27 @@ def test_exponential_event_per_accountant():
     assert accounting.release_event(r, "add_remove", "rdp") == dpa.ZCDpEvent(1 / 8)
 
 
-def test_exponential_under_add_remove_is_accounted_by_rdp():
-    """dp_accounting's PLD defines randomized response only under replace-one: the headline
-    falls back to RDP's bounded-range answer."""
-    res = account_ledger(_em_ledger(1.0), 1e-6, "add_remove")
-    assert math.isnan(res.by_accountant["pld"])
-    assert res.epsilon == res.by_accountant["rdp"] == pytest.approx(rho_to_epsilon(1 / 8, 1e-6))
+def test_exponential_under_add_remove_is_accounted_by_pld():
+    """An eps-DP selection is dominated by two-bucket randomized response under either
+    relation: under add/remove the headline is PLD's, the same as under replace-one
+    (the closed form log(e^eps - delta (1 + e^eps))), far below RDP's bounded-range
+    answer; two selections compose to at most 2 eps."""
+    eps, delta = 1.0, 1e-6
+    res = account_ledger(_em_ledger(eps), delta, "add_remove")
+    closed = math.log(math.exp(eps) - delta * (1.0 + math.exp(eps)))
+    assert res.by_accountant["pld"] == pytest.approx(closed, abs=2e-4)
+    assert res.epsilon == res.by_accountant["pld"]
+    assert res.by_accountant["rdp"] == pytest.approx(rho_to_epsilon(1 / 8, delta))
+    assert res.epsilon < res.by_accountant["rdp"]
+    same = account_ledger(_em_ledger(eps), delta, "replace_one").by_accountant["pld"]
+    assert res.epsilon == pytest.approx(same, abs=1e-6)
+    acc = accounting.PLDAccountant(dpa.NeighboringRelation.ADD_OR_REMOVE_ONE)
+    ev = dpa.RandomizedResponseDpEvent(noise_parameter=2 / (1 + math.e), num_buckets=2)
+    two = acc.compose(dpa.SelfComposedDpEvent(ev, 2)).get_epsilon(delta)
+    assert res.epsilon < two <= 2 * eps + 1e-4
+    # any other randomized response is still the library's: replace-one only
+    acc = accounting.PLDAccountant(dpa.NeighboringRelation.ADD_OR_REMOVE_ONE)
+    assert not acc.supports(dpa.RandomizedResponseDpEvent(noise_parameter=0.5, num_buckets=3))
 
 
 def test_exponential_composes_with_a_gaussian():
