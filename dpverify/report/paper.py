@@ -339,6 +339,26 @@ def _sensitivity(check: Mapping[str, Any], claim: str) -> Statement:
                      f"to; the variant claims {claim}.", measured, conf, short)
 
 
+def _left_out(ev: Mapping[str, Any]) -> str:
+    """Which grid points the fits left out and why (window validation), as a sentence.
+
+    Examples
+    --------
+    >>> _left_out({"points": [{"parameter": "n", "excluded": ["saturated: mean 0.2", ""]}]})
+    ' Left out of the fit in n: 1 of 2 points saturated (e.g. mean 0.2).'
+    """
+    out = []
+    for pt in ev.get("points") or []:
+        why = [w for w in pt.get("excluded") or [] if w and w != "outside the regime"]
+        if not why:
+            continue
+        kinds = sorted({w.split(":")[0] for w in why})
+        first = why[0].split(":", 1)[-1].strip()
+        out.append(f" Left out of the fit in {pt.get('parameter')}: {len(why)} of "
+                   f"{len(pt.get('excluded'))} points {' or '.join(kinds)} (e.g. {first}).")
+    return "".join(out)
+
+
 def _rate(check: Mapping[str, Any], info: Mapping[str, Any] | None) -> Statement:
     m, ev = _m(check), check.get("evidence") or {}
     th = ev.get("theory") or (info or {}).get("utility") or {}
@@ -346,6 +366,10 @@ def _rate(check: Mapping[str, Any], info: Mapping[str, Any] | None) -> Statement
     fits = m.get("fits") or [m]
     parts = []
     for f in fits:
+        if not math.isfinite(num(f.get("exponent")) or math.nan):
+            parts.append(f"in {f.get('parameter')}: no exponent, too few grid points in the "
+                         f"window" + (f" ({f['verdict']})" if f.get("verdict") else ""))
+            continue
         parts.append(f"in {f.get('parameter')}: exponent {fmt(f.get('exponent'), 3)}, "
                      f"interval [{fmt(f.get('ci_low'), 3)}, {fmt(f.get('ci_high'), 3)}] "
                      f"against the theorem's {fmt(f.get('theory'), 3)}"
@@ -353,10 +377,12 @@ def _rate(check: Mapping[str, Any], info: Mapping[str, Any] | None) -> Statement
     values = m.get("values") or []
     grid = (f"{len(values)} values of {m.get('parameter')} from {fmt(min(values))} to "
             f"{fmt(max(values))}" if values else "the grid")
+    axis = {"gdp": "the ledger GDP mu",
+            "rate": "the theorem's full bound, so an exponent of -1 (or +1 for a bound that "
+                    "grows) is a utility proportional to it"}.get(m.get("axis"), "the parameter")
     measured = (f"Measured {m.get('quantity', th.get('quantity', 'utility'))} over {grid}, "
                 f"{fmt(m.get('seeds'))} seeds each ({m.get('model', '?')} model, regressed on "
-                f"{'the ledger GDP mu' if m.get('axis') == 'gdp' else 'the parameter'}): "
-                + "; ".join(parts) + ".")
+                f"{axis}): " + "; ".join(parts) + "." + _left_out(ev))
     conf = (f"{fmt(m.get('confidence'))} seed-clustered bootstrap interval. Rule: "
             f"{m.get('rule', 'n/a')}.")
     claimed = (f"{src} bounds {th.get('quantity', 'the utility')} by "
