@@ -33,7 +33,7 @@ from dpverify.checks import CheckSpec, Outcome, RunContext, check_kind
 from dpverify.claims import Verdict
 from dpverify.errors import InputError
 from dpverify.execution import build_problem, executor_from_context, sample_outputs, seed_streams
-from dpverify.rates.metrics import get_metric
+from dpverify.rates.metrics import get_metric, target_metric
 from dpverify.rates.theory import evaluate
 from dpverify.registry import is_registered_target, resolve
 
@@ -218,12 +218,7 @@ def verify_certificates(
         raise InputError(f"{t.id} has no parameter {flag!r}: it does not certify its outputs "
                          f"(a certifying target returns its flag when run with {flag} = true)")
     p = t.algorithm.params(t.variant.name, {**dict(params or {}), flag: True}, scale)
-    if metric is None:
-        if t.variant.utility is None:
-            raise InputError(f"{t.id} declares no utility claim: name the metric that "
-                             f"decides whether a certificate is true")
-        metric = t.variant.utility.quantity
-    metric_fn = get_metric(metric)
+    metric, metric_fn = target_metric(t, metric)
     thr = _number(threshold, p, "threshold")
     claimed = _number(max_false_rate, p, "max_false_rate")
     trials = int(trials)

@@ -37,7 +37,7 @@ from dpverify.checks import CheckSpec, Outcome, RunContext, check_kind
 from dpverify.claims import PrivacyClaim, Verdict
 from dpverify.errors import InputError
 from dpverify.execution import build_problem, executor_from_context, sample_outputs, seed_streams
-from dpverify.rates.metrics import get_metric
+from dpverify.rates.metrics import target_metric
 from dpverify.rates.theory import evaluate
 from dpverify.registry import is_registered_target, resolve
 
@@ -66,12 +66,14 @@ class LowerBoundResult:
 
     def metrics(self) -> dict[str, Any]:
         """The numbers behind the verdict, JSON-friendly (None for an infinite value)."""
+        def finite(x: Any) -> Any:
+            return None if isinstance(x, float) and not math.isfinite(x) else x
+
         d = asdict(self)
         d["verdict"] = self.verdict.value
         d["ratio"] = self.mean / self.bound if self.bound > 0 else math.inf
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else
-                    [None if not math.isfinite(x) else x for x in v] if k == "means" else v)
-                for k, v in d.items()}
+        d["means"] = [finite(x) for x in self.means]
+        return {k: finite(v) for k, v in d.items()}
 
 
 def judge_lower_bound(errors: Sequence[np.ndarray], bound: float, *,
@@ -129,11 +131,7 @@ def judge_lower_bound(errors: Sequence[np.ndarray], bound: float, *,
 
 
 def _claim_fields(claim: PrivacyClaim) -> dict[str, Any]:
-    out: dict[str, Any] = {"relation": claim.relation}
-    for k in ("epsilon", "delta", "rho"):
-        if getattr(claim, k) is not None:
-            out[k] = float(getattr(claim, k))
-    return out
+    return {k: v for k, v in claim.to_dict().items() if v is not None}
 
 
 def verify_lower_bound(
@@ -209,11 +207,7 @@ def verify_lower_bound(
             raise InputError(f"the lower bound does not apply: condition {cond!r} fails for "
                              f"the claim {_claim_fields(judged)}")
     b = float(bound) if isinstance(bound, (int, float)) else float(evaluate(str(bound), names))
-    if metric is None:
-        if t.variant.utility is None:
-            raise InputError(f"{t.id} declares no utility claim: name the metric")
-        metric = t.variant.utility.quantity
-    metric_fn = get_metric(metric)
+    metric, metric_fn = target_metric(t, metric)
     trials = int(trials)
     if trials < 2:
         raise InputError(f"trials must be an integer >= 2, got {trials}")

@@ -29,7 +29,7 @@ import numpy as np
 
 from dpverify.errors import InputError, check_positive
 from dpverify.execution import DEFAULT_BLOCK, build_problem, map_blocks, run_target
-from dpverify.rates.metrics import get_metric
+from dpverify.rates.metrics import target_metric
 from dpverify.registry import Target
 
 # Privacy parameters whose exponent is better read off the noise actually added (see
@@ -253,11 +253,7 @@ def run_sweep(
     """
     seeds = int(check_positive(seeds, "seeds", integer=True))
     algo, variant = target.algorithm, target.variant
-    if metric is None:
-        if variant.utility is None:
-            raise InputError(f"{target.id} declares no utility claim; name a metric")
-        metric = variant.utility.quantity
-    metric_fn = get_metric(metric)
+    metric, metric_fn = target_metric(target, metric)
     base = algo.params(variant.name, params, scale)
     if parameter not in base:
         raise InputError(f"{target.id} has no parameter {parameter!r}; known: {sorted(base)}")

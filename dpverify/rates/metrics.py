@@ -64,6 +64,22 @@ def get_metric(name: str) -> MetricFn:
     return METRICS[key]
 
 
+def target_metric(target: Any, metric: str | None = None) -> tuple[str, MetricFn]:
+    """The metric a check of ``target`` reads: ``metric``, else its utility claim's quantity.
+
+    Examples
+    --------
+    >>> from dpverify.registry import resolve
+    >>> target_metric(resolve("noisy_gd:sound"))[0]
+    'excess_risk'
+    """
+    if metric is None:
+        if target.variant.utility is None:
+            raise InputError(f"{target.id} declares no utility claim: name the metric")
+        metric = target.variant.utility.quantity
+    return metric, get_metric(metric)
+
+
 def _need(problem: Problem, attr: str, metric: str) -> Any:
     value = getattr(problem, attr, None)
     if value is None:
