@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -395,7 +396,8 @@ def _grids(vary: Mapping[str, Sequence[Any]] | Sequence[str], base: Callable[[st
 _SETTING_KEYS = ("confidence", "tolerance", "max_width", "n_boot", "model", "floor_select",
                  "min_points", "interval", "weighted", "saturation", "control_ratio")
 _OPTION_KEYS = {"vary", "values", "seeds", "metric", "theory", "log_factors", "regime",
-                "sided", "axis", "common_random_numbers", "control", "rate", *_SETTING_KEYS}
+                "sided", "axis", "common_random_numbers", "control", "rate", "claimed_by",
+                *_SETTING_KEYS}
 
 
 def _check_vary(options: Mapping[str, Any]) -> Any:
@@ -423,6 +425,8 @@ def rate_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
     ``axis``, ``common_random_numbers``, ``control`` (a table of parameter overrides for a
     non-private control sweep), ``rate`` (the theorem's full multi-term bound) and the
     :class:`FitSettings` fields (``saturation`` and ``control_ratio`` validate the window).
+    ``claimed_by`` names whose rate ``theory`` is (e.g. another paper's bound), so that a
+    FAIL says whose claim the measurements refute.
     Seeds come from the options, else ``ctx.trials``, else 20 (40 at the thorough scale).
     """
     opts = {k: v for k, v in spec.options.items() if not str(k).startswith("_")}  # loader's
@@ -430,6 +434,10 @@ def rate_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
     if unknown:
         raise InputError(f"{spec.source or spec.id}: unknown rate option(s) {sorted(unknown)}; "
                          f"known: {sorted(_OPTION_KEYS)}")
+    owner = opts.get("claimed_by")
+    if owner is not None and not (isinstance(owner, str) and owner.strip()):
+        raise InputError(f"{spec.source or spec.id}: claimed_by must name whose rate the "
+                         f"theory is (a string), got {owner!r}")
     settings = FitSettings(**{k: opts[k] for k in _SETTING_KEYS if k in opts})
     seeds = opts.get("seeds") or ctx.trials or DEFAULT_SEEDS.get(ctx.scale, 20)
     theory = opts.get("theory")
@@ -443,6 +451,8 @@ def rate_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
         progress=ctx.progress, control=dict(opts["control"]) if opts.get("control") else None,
         rate=opts.get("rate"),
     )
+    if owner:
+        res.theory = dataclasses.replace(res.theory, source=owner.strip())
     return outcome_of(res)
 
 

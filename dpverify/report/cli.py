@@ -48,10 +48,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="figures in the HTML as inline SVG (default), base64 PNG, or none")
     parser.add_argument("--baseline", default=None, metavar="FILE",
                         help="a report.json to compare against: regressions are listed in the "
-                             "reports and the exit code is 1")
+                             "reports and the exit code is 1 (default: no comparison)")
     parser.add_argument("--json", dest="json_path", default=None, metavar="FILE",
                         help="also write the report JSON (with the regressions found) here, "
-                             "e.g. the committed baseline copy, or the merged report")
+                             "e.g. the committed baseline copy, or the merged report (default: not "
+                             "written)")
 
 
 def run_command(args: argparse.Namespace) -> int:

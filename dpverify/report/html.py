@@ -31,6 +31,7 @@ from dpverify.report.paper import (
     headline,
     summary_rows,
     utility_text,
+    verdict_words,
 )
 
 #: Longest raw evidence shown per check, in characters (the JSON report has all of it).
@@ -60,7 +61,7 @@ figcaption{font-size:12.5px;color:#555;max-width:900px;margin:4px auto;text-alig
 details pre{max-height:320px;overflow:auto;background:#fafafa;border:1px solid #eee;
  padding:8px;font-size:11.5px}
 nav ul{columns:2;font-size:13px}.note{color:#7a5b00}
-.desc{font-style:italic;color:#333;margin:2px 0}
+.desc{font-style:italic;color:#333;margin:2px 0}.vnote{font-weight:400;font-size:13px}
 ol.findings li{margin-bottom:8px}
 """
 
@@ -96,6 +97,15 @@ def _cell(v: tuple[str, int, int] | None) -> str:
     return f"{_verdict(v[0])} <span{cls}>{v[1]}/{v[2]} as expected</span>"
 
 
+def _words(v: tuple[str, int, int] | None, words: str) -> str:
+    """A summary cell in words (the rate column), badged with its worst verdict."""
+    if v is None:
+        return "—"
+    cls = "" if v[1] == v[2] else ' class="unmet"'
+    text, _, count = words.rpartition(" (")
+    return f'<span class="v v-{_e(v[0])}">{_e(text)}</span> <span{cls}>({_e(count)}</span>'
+
+
 def _figure(p: _plots.Plot) -> str:
     if p.format == "svg":
         body = p.data
@@ -129,11 +139,19 @@ def _group_epsilons(g: GroupView, fmt_: str) -> str:
     return note + "".join(_figure(p) for p in ps)
 
 
+def _note(r: Mapping[str, Any]) -> str:
+    """What a verdict means, beside its badge: whose claim a FAIL refutes, why an
+    INCONCLUSIVE could not decide."""
+    words = verdict_words(r)
+    extra = words.partition(": ")[2]
+    return f' <span class="vnote">{_e(extra)}</span>' if extra else ""
+
+
 def _check_html(c: CheckView, fmt_: str | None) -> str:
     r = c.record
     met = "" if r.get("met") else ' <span class="unmet">not as expected</span>'
     out = [f'<div class="check" id="{anchor("c", c.id)}">',
-           f"<h4>{_e(c.id)} {_verdict(r.get('verdict'))}{met}</h4>",
+           f"<h4>{_e(c.id)} {_verdict(r.get('verdict'))}{_note(r)}{met}</h4>",
            *([f'<p class="desc">{_e(r["description"])}</p>'] if r.get("description") else []),
            f"<p>Expected {_e(r.get('expected'))}; {float(r.get('seconds') or 0):.1f} s. "
            f"{_e(c.statement.text())}</p>"]
@@ -211,7 +229,7 @@ def render_html(rep: Mapping[str, Any], *, plot_format: str = "svg",
     for row in summary_rows(doc):
         parts.append(f"<tr><td>{_e(row.group)}</td><td>{_e(row.algorithm)}</td>"
                      f"<td><code>{_e(row.target)}</code></td><td>{_e(row.kind)}</td>"
-                     f"<td>{_cell(row.privacy)}</td><td>{_cell(row.rate)}</td>"
+                     f"<td>{_cell(row.privacy)}</td><td>{_words(row.rate, row.rate_words)}</td>"
                      f"<td>{_cell(row.agreement)}</td></tr>")
     parts.append("</tbody></table>")
     parts.append("<p>Privacy: account, audit, sensitivity and membership-inference checks; "
