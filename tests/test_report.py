@@ -263,7 +263,7 @@ def test_findings_name_the_checks_that_measure_them(rep):
     f = findings["noisy_gd:planted_half_steps"]
     assert [c.id for c in f.checks] == ["gd.half_steps.account"]
     text = f.paragraph()
-    assert "claims (ε = 1, δ = 1e-05)-DP" in text and "FAIL as expected" in text
+    assert "claims (ε = 1, δ = 1e-05)-DP" in text and "FAIL, as expected" in text
     assert "Reproduce: `dpverify run " in text and "--only gd.half_steps.account" in text
     # The planted mean-noise bug is found by the sensitivity check of this run.
     assert "gd.mean_on_sum.sensitivity" in findings["noisy_gd:planted_mean_noise_on_sum"

@@ -49,6 +49,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", default=None, metavar="FILE",
                         help="a report.json to compare against: regressions are listed in the "
                              "reports and the exit code is 1 (default: no comparison)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="print only the regressions, not the files written")
     parser.add_argument("--json", dest="json_path", default=None, metavar="FILE",
                         help="also write the report JSON (with the regressions found) here, "
                              "e.g. the committed baseline copy, or the merged report (default: not "
@@ -91,8 +93,8 @@ def run_command(args: argparse.Namespace) -> int:
                              plot_format=args.plots)
     if args.json_path:
         written.append(write_json_atomic(args.json_path, rep))
+    for r in regressions:  # the reason for exit code 1, even with --quiet
+        print(f"regression: {r}")
     if not getattr(args, "quiet", False):
-        for r in regressions:
-            print(f"regression: {r}")
         print("wrote " + ", ".join(str(p) for p in written))
     return 1 if regressions else 0

@@ -96,7 +96,7 @@ def check_writable(path: str | os.PathLike[str], what: str, *, folder: bool = Fa
 
     p = Path(path)
     if folder and p.exists() and not p.is_dir():
-        raise InputError(f"{what} {str(p)!r} is a file, not a folder")
+        raise InputError(f"{what} {str(p)!r} is not a folder (a file is there)")
     if not folder and p.is_dir():
         raise InputError(f"{what} {str(p)!r} is a folder, not a file")
     start = p if folder else p.parent
