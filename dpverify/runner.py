@@ -11,8 +11,10 @@ about that of its longest checks packed ``jobs`` deep. This is check-level paral
 from __future__ import annotations
 
 import dataclasses
+import logging
 import multiprocessing
 import os
+import re
 import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -53,8 +55,9 @@ def run_counting_warnings(spec: CheckSpec, ctx: RunContext) -> CheckResult:
     """Run one check; the warnings it raises go into its evidence, counted, not to stderr.
 
     A library that warns on every call (diffprivlib's ``PrivacyLeakWarning`` on each
-    mechanism it builds) would otherwise bury a run's output under hundreds of lines. The
-    report keeps, per check, each distinct warning (category and message) with how often it
+    mechanism it builds, dp_accounting's RDP orders that fail to converge, logged through
+    absl) would otherwise bury a run's output under hundreds of lines. The report keeps,
+    per check, each distinct warning (category or logger, and message) with how often it
     came (``evidence["warnings"]``) and the total (``metrics["warnings"]``). Deprecations
     are left to the usual filters: they concern the code, not the result.
 
@@ -64,19 +67,45 @@ def run_counting_warnings(spec: CheckSpec, ctx: RunContext) -> CheckResult:
     >>> "warnings" in run_counting_warnings(spec, RunContext()).outcome.metrics
     False
     """
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for quiet in (DeprecationWarning, PendingDeprecationWarning):
-            warnings.simplefilter("ignore", quiet)
-        res = run_check(spec, ctx)
-    if caught:
-        tally = Counter((w.category.__name__, str(w.message).strip().splitlines()[0][:300]
-                         if str(w.message).strip() else "") for w in caught)
+    logged = _LogTally()
+    root = logging.getLogger()
+    handlers = root.handlers[:]
+    root.handlers = [logged]
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for quiet in (DeprecationWarning, PendingDeprecationWarning):
+                warnings.simplefilter("ignore", quiet)
+            res = run_check(spec, ctx)
+    finally:
+        root.handlers = handlers
+    tally = Counter((w.category.__name__, _first_line(w.message)) for w in caught)
+    tally.update(logged.tally)
+    if tally:
         res.outcome.evidence["warnings"] = [
             {"category": c, "message": m, "count": k}
             for (c, m), k in tally.most_common(MAX_WARNINGS)]
-        res.outcome.metrics["warnings"] = len(caught)
+        res.outcome.metrics["warnings"] = sum(tally.values())
     return res
+
+
+def _first_line(message: object) -> str:
+    text = str(message).strip()
+    return text.splitlines()[0][:300] if text else ""
+
+
+class _LogTally(logging.Handler):
+    """Counts the warnings libraries log (absl's, through the logging module) by logger."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.tally: Counter[tuple[str, str]] = Counter()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # Numbers in a message (an order, an iteration count) would split one warning
+        # into many: they are masked for counting.
+        text = re.sub(r"\d+(\.\d+)?", "#", _first_line(record.getMessage()))
+        self.tally[(f"{record.name} {record.levelname.lower()}", text)] += 1
 
 
 def warning_summary(results: Sequence[CheckResult]) -> str:
