@@ -300,7 +300,7 @@ def run_command(args: Any) -> int:
     if args.trials is not None and args.trials <= 0:
         raise InputError(f"--trials must be a positive integer, got {args.trials}")
     # Found now rather than after every check has run and the results have nowhere to go.
-    output = RunOutput.check(args.report_dir, [s.name for s in suites])
+    output = RunOutput.check(args.report_dir, [Path(a).stem for a in args.suites])
     overrides = _cli_params(args)
     if overrides:
         suites = [dataclasses.replace(s, checks=with_params(s.checks, overrides))

@@ -410,7 +410,7 @@ def test_each_run_writes_its_own_folder_and_latest_points_at_the_newest(
     path = write_suite(QUICK)
     assert main(["run", str(path), "--quiet"]) == 0
     first = sorted((tmp_path / "reports" / "runs").iterdir())
-    assert len(first) == 1 and first[0].name.endswith("-quick")
+    assert len(first) == 1 and first[0].name.endswith("-suite")  # as the command named it
     assert main(["run", str(path), "--only", "gd.sound", "--quiet"]) == 0
     runs = sorted((tmp_path / "reports" / "runs").iterdir())
     assert len(runs) == 2 and (first[0] / "report.json").is_file()  # the first is kept
