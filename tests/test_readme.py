@@ -62,7 +62,8 @@ def readme_commands(text: str) -> list[Command]:
 
     Examples
     --------
-    >>> md = "```bash\\n# long (1 h); a quick try adds: --only a\\nx run s \\\\\\n  --y 1  # exit 1: z\\n```"
+    >>> md = ("```bash\\n# long (1 h); a quick try adds: --only a\\n"
+    ...       "x run s \\\\\\n  --y 1  # exit 1: z\\n```")
     >>> [(c.text, c.exit_code, c.extra) for c in readme_commands(md)]
     [('x run s --y 1', 1, '--only a')]
     """

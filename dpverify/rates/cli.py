@@ -70,7 +70,8 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-crn", action="store_true",
                    help="independent randomness per grid point (default: common random "
                         "numbers)")
-    p.add_argument("--plot", default=None, metavar="FILE", help="write a log-log PNG here (default: not drawn)")
+    p.add_argument("--plot", default=None, metavar="FILE",
+                   help="write a log-log PNG here (default: not drawn)")
     p.add_argument("--baseline", default=None, metavar="FILE",
                    help="a previous rates JSON (or report.json): flag exponents that drift "
                         "outside its intervals (default: no comparison)")

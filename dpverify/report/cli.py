@@ -73,9 +73,13 @@ def run_command(args: argparse.Namespace) -> int:
     """
     from dpverify.report.io import write_json_atomic
     from dpverify.report.merge import load_reports, merge_reports
+    from dpverify.report.runs import LATEST, resolve_latest
     from dpverify.report.writer import compare_baseline, load_report, write_rendered
 
     names = [args.report] if isinstance(args.report, str) else list(args.report)
+    # reports/latest as a pointer file (where links cannot be made) leads to its run folder
+    names = [str(resolve_latest(Path(n))) if Path(n).name == LATEST and Path(n).is_file()
+             else n for n in names]
     if len(names) > 1 and not args.out:
         raise InputError(f"merging {len(names)} reports needs --out DIR for the merged report")
     loaded = load_reports(names)

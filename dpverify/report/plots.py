@@ -141,10 +141,11 @@ def compact_svg(svg: str, prefix: str) -> str:
     Every figure matplotlib writes names its groups ``figure_1``, ``axes_1``...; in a
     page of many figures those ids repeat. Ids nothing refers to are dropped; those a
     ``url(#...)`` or ``href="#..."`` refers to (clip paths, markers) become ``prefix-0``,
-    ``prefix-1``... (``prefix``: one per figure, :func:`svg_prefix`). Each distinct inline style becomes a class of the
-    figure's own; metadata, comments, the font list repeated on every text (the page's
-    style gives it once), groups with no attribute, indentation and coordinates finer
-    than 1/10 pt (below a pixel, even on a high-density screen) go.
+    ``prefix-1``... (``prefix``: one per figure, :func:`svg_prefix`). Each distinct
+    inline style becomes a class of the figure's own; metadata, comments, the font list
+    repeated on every text (the page's style gives it once), groups with no attribute,
+    indentation and coordinates finer than 1/10 pt (below a pixel, even on a
+    high-density screen) go.
 
     Examples
     --------
@@ -153,9 +154,16 @@ def compact_svg(svg: str, prefix: str) -> str:
     ...        '<path d="M 0.123456 1.5" clip-path="url(#p1)" style="fill: none"/>'
     ...        '<text style="font-size: 7px; font-family: DejaVu Sans, sans-serif; '
     ...        'text-anchor: middle">0.123456</text></g></g></svg>')
-    >>> print(compact_svg(svg, "k"))  # doctest: +NORMALIZE_WHITESPACE
-    <svg xmlns="http://www.w3.org/2000/svg"><style>.k0{fill: none}.k1{font-size: 7px; text-anchor: middle}</style><clipPath id="k-0"><rect /></clipPath><path d="M0.1 1.5"
-    clip-path="url(#k-0)" class="k0" /><text class="k1">0.123456</text></svg>
+    >>> out = compact_svg(svg, "k")
+    >>> print(out.replace("><", ">\\n<"))
+    <svg xmlns="http://www.w3.org/2000/svg">
+    <style>.k0{fill: none}.k1{font-size: 7px; text-anchor: middle}</style>
+    <clipPath id="k-0">
+    <rect />
+    </clipPath>
+    <path d="M0.1 1.5" clip-path="url(#k-0)" class="k0" />
+    <text class="k1">0.123456</text>
+    </svg>
     """
     import xml.etree.ElementTree as ET
 
