@@ -321,7 +321,8 @@ def trajectory_agreement(
     tols: list[float] = []
     first: int | None = None
     if ledger_match:
-        for i, (ra, rb) in enumerate(zip(cur_np.ledger, cur_t.ledger, strict=True)):
+        for i, (ra, rb) in enumerate(zip(cur_np.ledger.records, cur_t.ledger.records,
+                                         strict=True)):
             _, rel = _relative_deviation(ra.answer, rb.answer)
             tol_i = trajectory_tolerance(dtype, i + 1, safety)
             rel_devs.append(rel)

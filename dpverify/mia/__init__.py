@@ -35,7 +35,6 @@ from dpverify.mia.cli import configure_parser, run_command
 from dpverify.mia.core import MiaResult, membership_inference
 from dpverify.mia.game import (
     DESIGNS,
-    MembershipCurator,
     Observations,
     Pool,
     draw_membership,
@@ -48,7 +47,6 @@ __all__ = [
     "ATTACKS",
     "DESIGNS",
     "LiraFit",
-    "MembershipCurator",
     "MiaResult",
     "Observations",
     "Pool",

@@ -20,10 +20,11 @@ PASS ("no violation found", never a proof).
 
 Checking your own algorithm
 ---------------------------
-Write it against the curator: ``algo(cur, problem, params) -> output``, where ``cur`` is a
-:class:`~dpverify.curator.Curator` (``cur.trials`` runs at once, ``cur.d``, the public
-``cur.n``), ``problem.data`` is the dataset (do not read it: ask the curator) and
-``params`` holds your parameters plus ``relation``, ``n``, ``d``, ``epsilon``, ``delta``.
+Write it against the curator: ``algo(cur, setting, params) -> output``, where ``cur`` is a
+:class:`~dpverify.curator.Curator` (``cur.trials`` runs at once), ``setting`` the public
+:class:`~dpverify.registry.Setting` (``setting.n``, ``setting.d``: the algorithm never sees
+the dataset, it asks the curator) and ``params`` holds your parameters plus ``relation``,
+``n``, ``d``, ``epsilon``, ``delta``.
 A file ``my_algo.py``::
 
     import numpy as np
@@ -33,7 +34,7 @@ A file ``my_algo.py``::
         X = rng.uniform(-1, 1, size=(200, 3))
         return X, X @ np.array([1.0, -1.0, 0.5])
 
-    def clipped_gd(cur, problem, params, *, divide_by_count=False):
+    def clipped_gd(cur, setting, params, *, divide_by_count=False):
         C, T = float(params.get("clip", 1.0)), int(params.get("T", 5))
         sens = C if params["relation"] == "add_remove" else 2 * C
         theta = np.zeros((cur.trials, cur.d))
@@ -55,8 +56,8 @@ A file ``my_algo.py``::
             theta = theta - 0.5 * (g if divide_by_count else g / cur.n)
         return theta
 
-    def buggy_gd(cur, problem, params):
-        return clipped_gd(cur, problem, params, divide_by_count=True)
+    def buggy_gd(cur, setting, params):
+        return clipped_gd(cur, setting, params, divide_by_count=True)
 
 From the command line (exit 0 on PASS, 1 on FAIL, 2 on bad input)::
 
@@ -180,7 +181,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.description = ("Replay TARGET on neighbouring datasets and compare each release's "
                           "true difference with its declared sensitivity.")
     parser.add_argument("target", help="name[:variant], or module:function of your own "
-                                       "algo(cur, problem, params)")
+                                       "algo(cur, setting, params)")
     parser.add_argument("--neighbours", nargs="+", action="extend", default=None,
                         metavar="SPEC", help=f"canary generators ({', '.join(GENERATORS)}) or "
                                              "module:function returning (D, D_prime); default all")
