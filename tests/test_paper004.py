@@ -12,12 +12,14 @@ from algorithms.paper004 import ALGORITHMS
 from algorithms.paper004.common import constants, mean_sensitivity
 from algorithms.paper004.prox import inner_steps, outer_rounds
 from algorithms.paper004.spider import sound_noise_factor, spider_schedule
+from dpverify.account_check import rho_over_runs
 from dpverify.accounting import zcdp_of_ledger
 from dpverify.checks import CheckSpec, RunContext, run_check
 from dpverify.claims import Verdict
 from dpverify.data import Dataset, NeighbourPair
 from dpverify.execution import build_problem, run_target
-from dpverify.filters import filters_of, ledger_rho_over_runs
+from dpverify.experiment import Experiment
+from dpverify.filters import filters_of
 from dpverify.registry import resolve
 
 TARGETS = [f"{a.name}:{v}" for a in ALGORITHMS for v in a.variants]
@@ -191,10 +193,10 @@ def test_paper_adaptive_gd_leaks_with_signed_norms():
     Algorithm 3 spend more than rho on the ledger, while the sound variant never does.
     Fixed seed; at these parameters a run exceeds rho with probability about 0.7, so all
     20 staying within rho has probability below 1e-10."""
-    paper = ledger_rho_over_runs("adaptive_noisy_gd:paper", P1_PARAMS, runs=20, seed=0)
+    paper = rho_over_runs(Experiment("adaptive_noisy_gd:paper", P1_PARAMS), runs=20)
     assert paper["exceeding"] >= 1, paper["rho"]
     assert paper["max"] > 1.5 * paper["rho_claimed"]
-    sound = ledger_rho_over_runs("adaptive_noisy_gd:sound", P1_PARAMS, runs=20, seed=0)
+    sound = rho_over_runs(Experiment("adaptive_noisy_gd:sound", P1_PARAMS), runs=20)
     assert sound["exceeding"] == 0
     # One trial per run: the ledger's rho is exactly what the filter admitted.
     np.testing.assert_allclose(sound["rho"], sound["filter_spent"], rtol=1e-9)

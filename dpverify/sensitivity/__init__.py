@@ -84,11 +84,11 @@ A suite entry: ``kind = "sensitivity"``, ``target = "my_algo:clipped_gd"`` with
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, fields
 
-from dpverify.checks import CheckSpec, Outcome, RunContext, check_kind
+from dpverify.checks import CheckKind, Options, Outcome, register_kind
 from dpverify.errors import InputError
+from dpverify.experiment import Experiment
 from dpverify.sensitivity.replay import (
     DEFAULT_RTOL,
     InvarianceResult,
@@ -121,47 +121,66 @@ __all__ = [
     "SearchResult", "SensitivityReport", "check_invariance", "check_sensitivity",
     "configure_parser", "differing_records", "hypothesis_search", "ledger_excess",
     "load_data", "measure_pair", "opposed_pair", "probe_hints", "resolve_target",
-    "run_command", "sensitivity_check", "user_target",
+    "run_command", "SensitivityCheck", "SensitivityOptions", "sensitivity_of", "user_target",
 ]
 
-_OPTIONS = {"neighbours", "relation", "search", "max_examples", "trials", "random_pairs",
-            "data", "rtol", "max_abs", "nonfinite", "invariance"}
+@dataclass(frozen=True)
+class SensitivityOptions(Options):
+    """The keyword arguments of :func:`check_sensitivity`, as a suite gives them."""
+
+    neighbours: str | tuple[str, ...] | None = None
+    relation: str = "claim"
+    search: str = "all"
+    max_examples: int = DEFAULT_MAX_EXAMPLES
+    trials: int | None = None
+    random_pairs: int = DEFAULT_RANDOM_PAIRS
+    data: str | None = None
+    rtol: float = DEFAULT_RTOL
+    max_abs: float = DEFAULT_MAX_ABS
+    nonfinite: bool = True
+    invariance: bool = True
+
+    def validate(self) -> None:
+        if self.relation not in RELATION_CHOICES:
+            raise InputError(f"relation must be one of {RELATION_CHOICES}, got "
+                             f"{self.relation!r}")
+        if self.search not in SEARCHES:
+            raise InputError(f"search must be one of {SEARCHES}, got {self.search!r}")
 
 
-def _options(options: Mapping[str, Any], ctx: RunContext) -> dict[str, Any]:
-    # Keys with a leading underscore belong to the suite machinery (scale overrides).
-    out = {k: v for k, v in options.items() if not str(k).startswith("_")}
-    unknown = set(out) - _OPTIONS
-    if unknown:
-        raise InputError(f"unknown sensitivity option(s) {sorted(unknown)}; "
-                         f"known: {sorted(_OPTIONS)}")
-    if isinstance(out.get("neighbours"), str):
-        out["neighbours"] = [out["neighbours"]]
-    if ctx.trials is not None:
-        out["trials"] = ctx.trials
-    return out
-
-
-@check_kind("sensitivity")
-def sensitivity_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
-    """The ``sensitivity`` check kind: :func:`check_sensitivity` on ``spec.target``.
+@register_kind
+class SensitivityCheck(CheckKind):
+    """The ``sensitivity`` check kind: :func:`check_sensitivity` on the experiment's target.
 
     Metrics: ``worst_ratio``, ``declared``, ``true_difference``, ``release``, ``query``,
     ``step``, ``relation``, ``generator`` (of the worst pair) and counts; evidence: the
     ``counterexample`` (records, relation, index, ratio), the worst pair, hints.
+    """
+
+    name = "sensitivity"
+    Options = SensitivityOptions
+
+    def run(self, exp: Experiment, options: SensitivityOptions) -> Outcome:
+        report = sensitivity_of(exp, options)
+        return Outcome(report.verdict, report.metrics(), report.evidence(), report.message)
+
+
+def sensitivity_of(exp: Experiment, options: SensitivityOptions) -> SensitivityReport:
+    """The sensitivity report of a check: ``options`` applied to the experiment.
 
     Examples
     --------
-    >>> spec = CheckSpec("s", "sensitivity", "noisy_gd:planted_mean_noise_on_sum",
-    ...                  params={"T": 3, "n": 50},
-    ...                  options={"search": "canaries", "neighbours": ["clip_boundary"]})
-    >>> out = sensitivity_check(spec, RunContext())
-    >>> out.verdict.value, out.metrics["query"]
+    >>> rep = sensitivity_of(Experiment("noisy_gd:planted_mean_noise_on_sum", {"T": 3, "n": 50}),
+    ...                      SensitivityOptions(search="canaries", neighbours="clip_boundary"))
+    >>> rep.verdict.value, rep.metrics()["query"]
     ('FAIL', 'grad_sum')
     """
-    report = check_sensitivity(spec.target, spec.params, seed=ctx.seed, scale=ctx.scale,
-                               backend=ctx.backend, **_options(spec.options, ctx))
-    return Outcome(report.verdict, report.metrics(), report.evidence(), report.message)
+    kw = {f.name: getattr(options, f.name) for f in fields(options)}
+    if isinstance(kw["neighbours"], str):
+        kw["neighbours"] = [kw["neighbours"]]
+    kw["trials"] = exp.trial_count(options.trials, DEFAULT_TRIALS)
+    return check_sensitivity(exp.spec, exp.overrides, seed=exp.seed, scale=exp.scale.value,
+                             backend=exp.backend, **kw)
 
 
 # Command line --------------------------------------------------------------------------
