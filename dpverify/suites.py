@@ -34,7 +34,7 @@ from typing import Any
 
 import tomllib
 
-from dpverify.checks import CheckResult, CheckSpec, RunContext, available_check_kinds
+from dpverify.checks import CheckKind, CheckResult, CheckSpec, RunContext, get_kind
 from dpverify.claims import Verdict, check_relation
 from dpverify.errors import InputError, check_delta, check_epsilon, check_positive
 
@@ -153,7 +153,6 @@ def load_suite(path: str | Path) -> Suite:
     entries = doc.get("check", [])
     if not isinstance(entries, list) or not entries:
         raise _fail(path, text, None, None, "a suite needs at least one [[check]] entry")
-    kinds = available_check_kinds()
     seen: set[str] = set()
     checks: list[CheckSpec] = []
     for i, entry in enumerate(entries):
@@ -175,9 +174,7 @@ def load_suite(path: str | Path) -> Suite:
         if cid in seen:
             raise InputError(f"{where('id')}: duplicate check id {cid!r}")
         seen.add(cid)
-        if entry["kind"] not in kinds:
-            raise InputError(f"{where('kind')}: unknown check kind {entry['kind']!r}; "
-                             f"known: {kinds}")
+        kind = get_kind(entry["kind"], where("kind"))
         try:
             expected = Verdict.parse(entry.get("expected", "PASS"))
         except InputError as e:
@@ -191,6 +188,7 @@ def load_suite(path: str | Path) -> Suite:
         _check_privacy_values(params, where)
         _check_privacy_values(options, where, option=True)
         _check_privacy_values(thorough, where, option=True)  # options at --scale thorough
+        _check_options(kind, options, thorough, where)
         target = entry["target"]
         if is_registered_target(target) or ":" not in target:
             try:
@@ -215,15 +213,35 @@ def load_suite(path: str | Path) -> Suite:
         if not isinstance(description, str):
             raise InputError(f"{where('description')}: description of check {cid!r} must be "
                              f"a string, got {description!r}")
-        opts = dict(options)
-        opts["_thorough"] = dict(thorough)
-        checks.append(CheckSpec(cid, entry["kind"], target, expected, dict(params), opts,
-                                source=where("id"), description=description))
+        checks.append(CheckSpec(cid, entry["kind"], target, expected, dict(params),
+                                dict(options), source=where("id"), description=description,
+                                thorough=dict(thorough)))
     seed = head.get("seed")
     if seed is not None and not isinstance(seed, int):
         raise _fail(path, text, None, "seed", f"seed must be an integer, got {seed!r}")
     return Suite(path, str(head.get("name", path.stem)), checks, seed,
                  str(head.get("description", "")))
+
+
+def _check_options(kind: CheckKind, options: dict[str, Any], thorough: dict[str, Any],
+                   where: Callable[[str | None], str]) -> None:
+    """Parse a check's options, at both scales, against its kind's schema.
+
+    An unknown key, a wrong type or a broken rule is an error naming the file, the line of
+    the offending key and the known keys: found here, before any check runs.
+    """
+    known = {f.name for f in dataclasses.fields(kind.Options)}
+    for table in (options, thorough):
+        for key in table:
+            if key not in known:
+                raise InputError(f"{where(key)}: unknown option {key!r} for a {kind.name} "
+                                 f"check; known: {sorted(known)}")
+    for table in (options, {**options, **thorough}):
+        try:
+            kind.options(table)
+        except InputError as e:
+            key = next((k for k in table if repr(k) in str(e)), None)
+            raise InputError(f"{where(key or 'kind')}: {e}") from None
 
 
 def discover(paths: Iterable[str | Path]) -> list[Path]:
@@ -247,17 +265,13 @@ def scaled(spec: CheckSpec, scale: str) -> CheckSpec:
 
     Examples
     --------
-    >>> s = CheckSpec("a", "account", "noisy_gd:sound", options={"rtol": 0.1,
-    ...               "_thorough": {"rtol": 0.01}}, description="why")
+    >>> s = CheckSpec("a", "account", "noisy_gd:sound", options={"rtol": 0.1},
+    ...               thorough={"rtol": 0.01}, description="why")
     >>> t = scaled(s, "thorough")
     >>> t.options, t.description
     ({'rtol': 0.01}, 'why')
     """
-    opts = dict(spec.options)
-    thorough = opts.pop("_thorough", {}) or {}
-    if scale == "thorough":
-        opts.update(thorough)
-    return dataclasses.replace(spec, options=opts)
+    return dataclasses.replace(spec, options=spec.options_at(scale), thorough={})
 
 
 def run_suites(

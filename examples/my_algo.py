@@ -18,7 +18,7 @@ def data():
     return X, X @ np.array([1.0, -1.0, 0.5])
 
 
-def clipped_gd(cur, problem, params, *, divide_by_count=False):
+def clipped_gd(cur, setting, params, *, divide_by_count=False):
     """T steps of gradient descent on the noisy sum of per-sample clipped gradients."""
     C, T = float(params.get("clip", 1.0)), int(params.get("T", 5))
     sens = C if params["relation"] == "add_remove" else 2 * C
@@ -42,6 +42,6 @@ def clipped_gd(cur, problem, params, *, divide_by_count=False):
     return theta
 
 
-def buggy_gd(cur, problem, params):
+def buggy_gd(cur, setting, params):
     """The same, averaged over the records present: a private count in the denominator."""
-    return clipped_gd(cur, problem, params, divide_by_count=True)
+    return clipped_gd(cur, setting, params, divide_by_count=True)
