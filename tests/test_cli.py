@@ -524,3 +524,21 @@ def test_account_says_why_an_accountant_gives_no_epsilon(capsys, tmp_path):
             "PoissonSampledDpEvent under replace-one neighbours") in out
     rec = json.loads((tmp_path / "a.json").read_text())
     assert "PoissonSampledDpEvent" in rec["not_computed"]["rdp"]
+
+
+def test_where_links_cannot_be_made_latest_is_a_pointer_file(write_suite, tmp_path,
+                                                             monkeypatch):
+    import os
+
+    def no_links(*a, **k):
+        raise OSError("symbolic links are not supported here")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(os, "symlink", no_links)
+    assert main(["run", str(write_suite(QUICK)), "--quiet"]) == 0
+    latest = tmp_path / "reports" / "latest"
+    (run,) = (tmp_path / "reports" / "runs").iterdir()
+    assert latest.is_file() and latest.read_text().strip() == f"runs/{run.name}"
+    # `dpverify report` follows it to the run folder.
+    assert main(["report", "reports/latest", "--format", "md", "--quiet"]) == 0
+    assert (run / "report.md").is_file()
