@@ -107,6 +107,7 @@ def _words(v: tuple[str, int, int] | None, words: str) -> str:
     cls = "" if v[1] == v[2] else ' class="unmet"'
     text, _, count = words.rpartition(" (")
     text = text.removeprefix(f"{v[0]}: ")
+    text = "" if re.fullmatch(rf"\d+ {v[0]}", text) else text  # all passed: the badge says it
     return f"{_verdict(v[0])} {_e(text)} <span{cls}>({_e(count)}</span>"
 
 
