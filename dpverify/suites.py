@@ -5,6 +5,7 @@ A suite is a TOML file::
     [suite]
     name = "smoke"
     seed = 0                      # optional root seed
+    battery = ["noisy_gd"]        # optional: the conformance battery of these targets
 
     [[check]]
     id = "noisy_gd.sound.account"
@@ -19,7 +20,9 @@ A suite is a TOML file::
     trials = 100000
 
 Every file is validated before any check runs, so bad input costs nothing and writes
-nothing.
+nothing. ``battery`` generates the conformance battery's checks of the named algorithms,
+variants or packages (:mod:`dpverify.conformance`) ahead of the suite's own: a suite holds
+only what the battery does not check.
 """
 
 from __future__ import annotations
@@ -145,15 +148,20 @@ def load_suite(path: str | Path) -> Suite:
     head = doc.get("suite", {})
     if not isinstance(head, dict):
         raise _fail(path, text, None, "suite", "[suite] must be a table")
+    unknown_head = sorted(set(head) - {"name", "seed", "description", "battery"})
+    if unknown_head:
+        raise _fail(path, text, None, unknown_head[0], f"unknown key {unknown_head[0]!r} in "
+                    "[suite]; allowed: battery, description, name, seed")
     unknown_top = set(doc) - {"suite", "check"}
     if unknown_top:
         key = sorted(unknown_top)[0]
         raise _fail(path, text, None, key, f"unknown top-level key {key!r}")
     entries = doc.get("check", [])
-    if not isinstance(entries, list) or not entries:
+    battery = _battery(head, path, text)
+    if not isinstance(entries, list) or not (entries or battery):
         raise _fail(path, text, None, None, "a suite needs at least one [[check]] entry")
-    seen: set[str] = set()
-    checks: list[CheckSpec] = []
+    seen: set[str] = {s.id for s in battery}
+    checks: list[CheckSpec] = list(battery)
     for i, entry in enumerate(entries):
         def where(key: str | None, i: int = i) -> str:
             return f"{path}:{_line_of(text, i, key)}"
@@ -220,6 +228,24 @@ def load_suite(path: str | Path) -> Suite:
         raise _fail(path, text, None, "seed", f"seed must be an integer, got {seed!r}")
     return Suite(path, str(head.get("name", path.stem)), checks, seed,
                  str(head.get("description", "")))
+
+
+def _battery(head: dict[str, Any], path: Path, text: str) -> list[CheckSpec]:
+    """The battery checks a ``[suite]`` table asks for (``battery = [targets]``)."""
+    names = head.get("battery")
+    if names is None:
+        return []
+    if isinstance(names, str):
+        names = [names]
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise _fail(path, text, None, "battery", f"battery must be a list of targets, got "
+                    f"{names!r}")
+    from dpverify.conformance import check_targets
+
+    try:
+        return check_targets(names)
+    except InputError as e:
+        raise _fail(path, text, None, "battery", str(e)) from None
 
 
 def _check_options(kind: CheckKind, options: dict[str, Any], thorough: dict[str, Any],
