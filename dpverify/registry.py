@@ -196,6 +196,11 @@ def is_registered_target(target: str) -> bool:
     return str(target).partition(":")[0] in _REGISTRY
 
 
+# Modules loaded from ``.py`` files, by the path as given: a check sent to a cluster worker
+# brings its user's files here (dpverify.shipping), where the path does not exist.
+FILE_MODULES: dict[str, Any] = {}
+
+
 def load_callable(spec: str) -> Callable[..., Any]:
     """Import ``module:function`` (the module may be a file path ending in ``.py``).
 
@@ -213,10 +218,14 @@ def load_callable(spec: str) -> Callable[..., Any]:
 
             path = pathlib.Path(mod_name)
             if not path.exists():
-                raise InputError(f"no file {mod_name!r} for {spec!r}")
-            mspec = importlib.util.spec_from_file_location(path.stem, path)
-            module = importlib.util.module_from_spec(mspec)  # type: ignore[arg-type]
-            mspec.loader.exec_module(module)  # type: ignore[union-attr]
+                if mod_name not in FILE_MODULES:
+                    raise InputError(f"no file {mod_name!r} for {spec!r}")
+                module = FILE_MODULES[mod_name]
+            else:
+                mspec = importlib.util.spec_from_file_location(path.stem, path)
+                module = importlib.util.module_from_spec(mspec)  # type: ignore[arg-type]
+                mspec.loader.exec_module(module)  # type: ignore[union-attr]
+                FILE_MODULES[mod_name] = module
         else:
             import sys
 
