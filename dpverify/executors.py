@@ -449,6 +449,8 @@ def dask_client(scheduler: Any = None, workers: int | None = None) -> Any:
     key = scheduler if scheduler is not None else ("local", workers)
     client = _CLIENTS.get(key)
     if client is not None and client.status == "running":
+        if scheduler is not None:
+            check_workers(client)  # workers that joined since
         return client
     if scheduler is not None:
         try:

@@ -196,9 +196,10 @@ def is_registered_target(target: str) -> bool:
     return str(target).partition(":")[0] in _REGISTRY
 
 
-# Modules loaded from ``.py`` files, by the path as given: a check sent to a cluster worker
-# brings its user's files here (dpverify.shipping), where the path does not exist.
+# Modules of ``.py`` files by the path as given: the last loaded here, and those a check
+# sent to a cluster worker brought along (dpverify.shipping), used there before any file.
 FILE_MODULES: dict[str, Any] = {}
+SHIPPED_FILES: dict[str, Any] = {}
 
 
 def load_callable(spec: str) -> Callable[..., Any]:
@@ -217,10 +218,10 @@ def load_callable(spec: str) -> Callable[..., Any]:
             import pathlib
 
             path = pathlib.Path(mod_name)
-            if not path.exists():
-                if mod_name not in FILE_MODULES:
-                    raise InputError(f"no file {mod_name!r} for {spec!r}")
-                module = FILE_MODULES[mod_name]
+            if mod_name in SHIPPED_FILES:
+                module = SHIPPED_FILES[mod_name]
+            elif not path.exists():
+                raise InputError(f"no file {mod_name!r} for {spec!r}")
             else:
                 mspec = importlib.util.spec_from_file_location(path.stem, path)
                 module = importlib.util.module_from_spec(mspec)  # type: ignore[arg-type]

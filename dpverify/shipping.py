@@ -39,6 +39,7 @@ import sys
 import sysconfig
 import threading
 import types
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,7 +148,9 @@ class _Pickler(cloudpickle.Pickler):
 
     def reducer_override(self, obj: Any) -> Any:
         module = _module_of(obj)
-        if module is not None and is_local_module(module):
+        # A module not in sys.modules (a `.py` file loaded by path) goes by value anyway.
+        if module is not None and sys.modules.get(module.__name__) is module \
+                and is_local_module(module):
             if is_extension(module):
                 raise _extension_error(module)
             if module.__name__ not in cloudpickle.list_registry_pickle_by_value():
@@ -299,7 +302,7 @@ def installed(bundle: CodeBundle) -> Iterator[None]:
     from dpverify import registry
 
     places = ([(sys.modules, ("module", n), n, m) for n, m in bundle.modules.items()]
-              + [(registry.FILE_MODULES, ("file", p), p, m) for p, m in bundle.files.items()])
+              + [(registry.SHIPPED_FILES, ("file", p), p, m) for p, m in bundle.files.items()])
     with _LOCK:
         for table, key, name, module in places:
             table[name] = module
@@ -401,22 +404,26 @@ def compare_environments(here: Mapping[str, str | None],
                     f"a different version can change results. Fix: {fix}")
 
 
-_CHECKED: set[int] = set()
+_CHECKED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 
 
 def check_workers(client: Any, timeout: float = 30.0) -> None:
-    """Compare the connected workers' environment with this process's (once per client).
+    """Compare the workers' environment with this process's; raise :class:`InputError`.
 
-    Waits up to ``timeout`` seconds for a first worker, so that a scheduler without workers
-    is an error rather than a run that never starts.
+    Each worker is checked once per client; one that joins later (or restarts under a new
+    address) is checked by the next run. Waits up to ``timeout`` seconds for a first
+    worker, so that a scheduler without workers is an error rather than a run that never
+    starts.
     """
-    if id(client) in _CHECKED:
-        return
     try:
         client.wait_for_workers(1, timeout=timeout)
     except (TimeoutError, OSError):
         raise InputError(f"no Dask worker joined the scheduler {client.scheduler.address} "
                          f"within {timeout:g} s; start one with `dask worker "
                          f"{client.scheduler.address}`") from None
-    compare_environments(environment(), client.run(environment, on_error="return"))
-    _CHECKED.add(id(client))
+    checked = _CHECKED.setdefault(client, set())
+    new = sorted(set(client.nthreads()) - checked)
+    if new:
+        compare_environments(environment(),
+                             client.run(environment, workers=new, on_error="return"))
+        checked.update(new)
