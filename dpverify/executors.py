@@ -262,7 +262,14 @@ _FN_CACHE: dict[str, Any] = {}
 
 
 def unpickled(key: str, payload: bytes) -> Any:
-    """``payload`` unpickled, once per process for a given ``key`` (its hash)."""
+    """``payload`` unpickled, once per process for a given ``key`` (its hash).
+
+    Examples
+    --------
+    >>> payload = pickle.dumps([1, 2])
+    >>> unpickled("k", payload) is unpickled("k", payload)
+    True
+    """
     obj = _FN_CACHE.get(key)
     if obj is None:
         obj = pickle.loads(payload)

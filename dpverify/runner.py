@@ -56,7 +56,14 @@ def _portable(ctx: RunContext) -> RunContext:
 
 
 def on_cluster(jobs_list: Sequence[Job]) -> bool:
-    """Whether the checks' context sends them to a Dask cluster (``--executor dask``)."""
+    """Whether the checks' context sends them to a Dask cluster (``--executor dask``).
+
+    Examples
+    --------
+    >>> spec = CheckSpec("a", "account", "noisy_gd:sound")
+    >>> on_cluster([(spec, RunContext())]), on_cluster([(spec, RunContext(executor="dask"))])
+    (False, True)
+    """
     return any(ctx.executor == "dask" for _, ctx in jobs_list)
 
 

@@ -186,7 +186,13 @@ def dumps(obj: Any, what: str = "the work") -> bytes:
 
 
 def loads(payload: bytes) -> Any:
-    """Unpickle what :func:`dumps` made (cloudpickle output is plain pickle to read)."""
+    """Unpickle what :func:`dumps` made (cloudpickle output is plain pickle to read).
+
+    Examples
+    --------
+    >>> loads(dumps({"a": 1}))
+    {'a': 1}
+    """
     return pickle.loads(payload)
 
 
@@ -298,6 +304,17 @@ def installed(bundle: CodeBundle) -> Iterator[None]:
 
     Several tasks of one worker may hold the same modules: they stay until the last
     leaves.
+
+    Examples
+    --------
+    >>> import importlib
+    >>> m = types.ModuleType("shipped_demo")
+    >>> m.answer = 42
+    >>> with installed(CodeBundle(modules={"shipped_demo": m})):
+    ...     importlib.import_module("shipped_demo").answer
+    42
+    >>> "shipped_demo" in sys.modules
+    False
     """
     from dpverify import registry
 
@@ -414,6 +431,11 @@ def check_workers(client: Any, timeout: float = 30.0) -> None:
     address) is checked by the next run. Waits up to ``timeout`` seconds for a first
     worker, so that a scheduler without workers is an error rather than a run that never
     starts.
+
+    Examples
+    --------
+    >>> import distributed  # doctest: +SKIP
+    >>> check_workers(distributed.Client("tcp://127.0.0.1:8786"))  # doctest: +SKIP
     """
     try:
         client.wait_for_workers(1, timeout=timeout)
