@@ -32,6 +32,7 @@ import importlib.machinery
 import importlib.metadata
 import importlib.util
 import io
+import json
 import os
 import pickle
 import re
@@ -58,6 +59,9 @@ RESULT_PACKAGES = ("numpy", "scipy", "dp-accounting", "torch", "cloudpickle")
 # torch result, it fails loudly on a torch run.
 OPTIONAL_PACKAGES = frozenset({"torch"})
 
+# dpverify's own packages always go by reference, installed or on PYTHONPATH: every worker
+# has them, in the same code (check_workers).
+_OWN = frozenset({"dpverify", "algorithms"})
 _LOCK = threading.RLock()
 _SPEC_RE = re.compile(r"^(?:[A-Za-z_][\w.]*|.+\.py):[A-Za-z_][\w.]*$")
 
@@ -67,9 +71,23 @@ _SPEC_RE = re.compile(r"^(?:[A-Za-z_][\w.]*|.+\.py):[A-Za-z_][\w.]*$")
 
 
 @functools.lru_cache(maxsize=1)
-def _installed_tops() -> frozenset[str]:
-    """Top-level import names provided by installed distributions."""
-    return frozenset(importlib.metadata.packages_distributions())
+def _editable_tops() -> frozenset[str]:
+    """Top-level import names of distributions installed in editable mode (``pip install
+    -e``): their files live outside site-packages, yet they are installed packages.
+
+    Reading each distribution's small ``direct_url.json`` takes milliseconds, where
+    ``importlib.metadata.packages_distributions`` reads every file list (a second).
+    """
+    tops: set[str] = set()
+    for dist in importlib.metadata.distributions():
+        try:
+            url = json.loads(dist.read_text("direct_url.json") or "{}")
+        except ValueError:
+            continue
+        if url.get("dir_info", {}).get("editable"):
+            names = (dist.read_text("top_level.txt") or "").split()
+            tops.update(names or [re.sub(r"[-.]+", "_", dist.metadata["Name"]).lower()])
+    return frozenset(tops)
 
 
 @functools.lru_cache(maxsize=1)
@@ -85,7 +103,7 @@ def _installed_roots() -> tuple[str, ...]:
 @functools.lru_cache(maxsize=4096)
 def _is_local_name(name: str, file: str) -> bool:
     top = name.partition(".")[0]
-    if top in sys.stdlib_module_names or top in _installed_tops():
+    if top in sys.stdlib_module_names or top in _OWN or top in _editable_tops():
         return False
     return not os.path.realpath(file).startswith(_installed_roots())
 
@@ -360,7 +378,7 @@ def source_fingerprint() -> str:
     12
     """
     h = hashlib.sha256()
-    for pkg in ("dpverify", "algorithms"):
+    for pkg in sorted(_OWN):
         spec = importlib.util.find_spec(pkg)
         if spec is None or not spec.submodule_search_locations:
             continue
