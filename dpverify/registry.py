@@ -453,6 +453,12 @@ def is_registered_target(target: str) -> bool:
     return str(target).partition(":")[0] in _REGISTRY
 
 
+# Modules of ``.py`` files by the path as given: the last loaded here, and those a check
+# sent to a cluster worker brought along (dpverify.shipping), used there before any file.
+FILE_MODULES: dict[str, Any] = {}
+SHIPPED_FILES: dict[str, Any] = {}
+
+
 def load_callable(spec: str) -> Callable[..., Any]:
     """Import ``module:function`` (the module may be a file path ending in ``.py``).
 
@@ -469,11 +475,15 @@ def load_callable(spec: str) -> Callable[..., Any]:
             import pathlib
 
             path = pathlib.Path(mod_name)
-            if not path.exists():
+            if mod_name in SHIPPED_FILES:
+                module = SHIPPED_FILES[mod_name]
+            elif not path.exists():
                 raise InputError(f"no file {mod_name!r} for {spec!r}")
-            mspec = importlib.util.spec_from_file_location(path.stem, path)
-            module = importlib.util.module_from_spec(mspec)  # type: ignore[arg-type]
-            mspec.loader.exec_module(module)  # type: ignore[union-attr]
+            else:
+                mspec = importlib.util.spec_from_file_location(path.stem, path)
+                module = importlib.util.module_from_spec(mspec)  # type: ignore[arg-type]
+                mspec.loader.exec_module(module)  # type: ignore[union-attr]
+                FILE_MODULES[mod_name] = module
         else:
             import sys
 

@@ -69,6 +69,7 @@ class SuiteRun:
     seed: int = 0
     scale: str = "quick"
     suite_seeds: list[int] = field(default_factory=list)  # the root seed each suite ran with
+    placement: dict[str, str] = field(default_factory=dict)  # check id -> where it ran
 
     @property
     def all_met(self) -> bool:
@@ -306,11 +307,13 @@ def run_suites(
     only: str | None = None,
     on_result: Callable[[CheckResult], None] | None = None,
     jobs: int = 1,
+    placed: dict[str, str] | None = None,
 ) -> SuiteRun:
     """Run every check of ``suites`` (already validated) and collect the results.
 
-    ``jobs`` checks run at a time in worker processes (see :mod:`dpverify.runner`); the
-    results, and their order, are the same for every ``jobs``.
+    ``jobs`` checks run at a time in worker processes, or whole checks on a Dask cluster
+    when ``ctx.executor`` is ``"dask"`` (see :mod:`dpverify.runner`); the results, and
+    their order, are the same for every ``jobs`` and executor.
     """
     from dpverify.runner import run_checks
 
@@ -323,7 +326,10 @@ def run_suites(
         run.suite_seeds.append(sctx.seed)
         todo += [(scaled(spec, ctx.scale), sctx) for spec in suite.checks
                  if not only or only in spec.id]
-    run.results.extend(run_checks(todo, jobs=jobs, on_result=on_result))
+    # The caller's dict is filled as checks finish (its on_result may show where each ran).
+    run.placement = run.placement if placed is None else placed
+    run.results.extend(run_checks(todo, jobs=jobs, on_result=on_result,
+                                  placed=run.placement))
     return run
 
 
@@ -354,18 +360,23 @@ def run_command(args: Any) -> int:
     console = Console(stderr=True, quiet=args.quiet)
     done = 0
 
+    placement: dict[str, str] = {}
+    on_dask = ctx.executor == "dask"
+
     def show(res: CheckResult) -> None:
         nonlocal done
         done += 1
         mark = "ok " if res.met else "!! "
+        where = f" on {placement[res.spec.id]}" if on_dask and res.spec.id in placement else ""
         console.print(f"[{done}/{total}] {mark}{res.spec.id}: {res.outcome.verdict.value} "
-                      f"(expected {res.spec.expected.value}, {res.seconds:.1f}s)",
+                      f"(expected {res.spec.expected.value}, {res.seconds:.1f}s){where}",
                       highlight=False)
 
     console.print(f"dpverify: {total} checks from {len(suites)} suite(s), seed {ctx.seed}, "
-                  f"scale {ctx.scale}", highlight=False)
+                  f"scale {ctx.scale}" + (f", on the Dask cluster {ctx.scheduler or '(local)'}"
+                                          if on_dask else ""), highlight=False)
     run = run_suites(suites, ctx, only=args.only, on_result=show,
-                     jobs=getattr(args, "jobs", 1))
+                     jobs=getattr(args, "jobs", 1), placed=placement)
     regressions = compare_baseline(run, baseline) if baseline is not None else []
     paths = write_reports(run, Path(args.report_dir), regressions=regressions)
     if args.json_path:
@@ -375,6 +386,8 @@ def run_command(args: Any) -> int:
         write_json_atomic(args.json_path, report_dict(run, regressions))
     out = Console(quiet=args.quiet, width=140)
     out.print(summary_table(run))
+    if on_dask:
+        out.print(spread(run), highlight=False)
     for r in regressions:
         out.print(f"regression: {r}", highlight=False)
     met = sum(r.met for r in run.results)
@@ -382,3 +395,22 @@ def run_command(args: Any) -> int:
               f"{', '.join(str(p) for p in paths)}", highlight=False)
     return 0 if run.all_met and not regressions else 1
 
+
+
+def spread(run: SuiteRun) -> str:
+    """How the checks spread over the places they ran: count and seconds of each.
+
+    Examples
+    --------
+    >>> from dpverify.checks import CheckResult, Outcome
+    >>> from dpverify.claims import Verdict
+    >>> r = SuiteRun([], [CheckResult(CheckSpec(i, "account", "t"), Outcome(Verdict.PASS), 2.0)
+    ...                   for i in "abc"], placement={"a": "w1", "b": "w2", "c": "w1"})
+    >>> spread(r)
+    'checks per worker: w1 2 (4.0 s), w2 1 (2.0 s)'
+    """
+    per: dict[str, list[float]] = {}
+    for r in run.results:
+        per.setdefault(run.placement.get(r.spec.id, "?"), []).append(r.seconds)
+    return "checks per worker: " + ", ".join(f"{w} {len(v)} ({sum(v):.1f} s)"
+                                             for w, v in sorted(per.items()))
