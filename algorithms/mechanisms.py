@@ -160,7 +160,7 @@ GAUSSIAN = Algorithm(
         "planted_half_noise": Variant(
             "planted_half_noise", "planted", _gaussian_run(noise_factor=0.5), _claim,
             "Noise standard deviation half the calibrated one",
-            findings=(Finding("sigma halved: mu doubles", detected_by=("audit",)),)),
+            findings=(Finding("sigma halved: mu doubles", detected_by=("account", "audit")),)),
         "planted_mean_noise_on_sum": Variant(
             "planted_mean_noise_on_sum", "planted", _gaussian_run(bug="mean_noise_on_sum"),
             _claim, "Noise for the mean (sensitivity clip/n) added to the sum",

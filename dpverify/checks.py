@@ -342,6 +342,8 @@ class CheckResult:
             "seconds": round(self.seconds, 3),
             # Only when the suite gave one: records without it stay as they were.
             **({"description": self.spec.description} if self.spec.description else {}),
+            # Why the expectation differs from the one the variant's findings derive.
+            **({"reason": self.spec.reason} if self.spec.reason else {}),
         }
 
 

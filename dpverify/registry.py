@@ -182,6 +182,94 @@ DeriveFn = Callable[[Setting, Dataset, Mapping[str, Any]], Setting]
 
 
 @dataclass(frozen=True)
+class CheckConfig:
+    """How one check of the conformance battery runs on a variant (or an algorithm).
+
+    Parameters
+    ----------
+    params, options, thorough
+        Algorithm parameters for this check, the check kind's options, and the option
+        overrides at ``--scale thorough``.
+    expected, reason
+        An override of the derived expectation ("FAIL exactly where a declared finding
+        names the check") and why: the reason is required.
+    skip
+        Why the check does not apply to this variant (it is then not generated).
+    suffix
+        Names a further configuration of the same check (``...account.n1000``).
+    description
+        What the check shows here, in the report.
+
+    Examples
+    --------
+    >>> CheckConfig(params={"n": 1000}, suffix="n1000").suffix
+    'n1000'
+    """
+
+    params: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    thorough: Mapping[str, Any] = field(default_factory=dict)
+    expected: str | None = None
+    reason: str = ""
+    skip: str = ""
+    suffix: str = ""
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.expected is not None and not self.reason:
+            raise ValueError(f"an expected verdict override ({self.expected}) needs a reason")
+        if self.expected is not None and self.expected not in ("PASS", "FAIL", "INCONCLUSIVE"):
+            raise ValueError(f"expected must be PASS, FAIL or INCONCLUSIVE, got {self.expected!r}")
+
+    def over(self, base: CheckConfig) -> CheckConfig:
+        """This configuration on top of ``base`` (tables merged, the rest replaced)."""
+        return CheckConfig(
+            {**base.params, **self.params}, {**base.options, **self.options},
+            {**base.thorough, **self.thorough},
+            self.expected if self.expected is not None else base.expected,
+            self.reason or base.reason, self.skip or base.skip, self.suffix or base.suffix,
+            self.description or base.description)
+
+
+#: A check's configurations: one, or several (each with its own ``suffix``).
+CheckConfigs = CheckConfig | tuple[CheckConfig, ...]
+
+
+@dataclass(frozen=True)
+class Battery:
+    """A variant's (or algorithm's) declarations for the conformance battery.
+
+    ``params`` are the small test sizes every check of the battery runs at (like
+    scikit-learn's per-estimator test parameters); ``checks`` configure single checks by
+    name (``account``, ``sensitivity``, ``audit.whitebox``, ...). A variant's battery is
+    laid over its algorithm's: tables merge, a tuple of configurations replaces.
+
+    Examples
+    --------
+    >>> b = Battery({"n": 50}).over(Battery({"n": 100, "T": 5}))
+    >>> b.params
+    {'n': 50, 'T': 5}
+    """
+
+    params: Mapping[str, Any] = field(default_factory=dict)
+    checks: Mapping[str, CheckConfigs] = field(default_factory=dict)
+
+    def over(self, base: Battery) -> Battery:
+        """This battery on top of ``base``."""
+        checks: dict[str, CheckConfigs] = dict(base.checks)
+        for name, cfg in self.checks.items():
+            old = checks.get(name)
+            checks[name] = (cfg.over(old) if isinstance(cfg, CheckConfig)
+                            and isinstance(old, CheckConfig) else cfg)
+        return Battery({**base.params, **self.params}, checks)
+
+    def configs(self, name: str) -> tuple[CheckConfig, ...]:
+        """The configurations of check ``name`` (one default when none is declared)."""
+        cfg = self.checks.get(name, CheckConfig())
+        return cfg if isinstance(cfg, tuple) else (cfg,)
+
+
+@dataclass(frozen=True)
 class Variant:
     """One version of an algorithm: ``sound``, ``paper`` (as printed) or ``planted`` (a bug).
 
@@ -207,6 +295,9 @@ class Variant:
         computes before it runs, outside the curator (a sample rate, a schedule). Every
         neighbouring-pair check evaluates it on D and on D' independently, and a field
         that differs is a finding: it is data the variant used without a release.
+    battery
+        Its test sizes and per-check settings for the conformance battery
+        (:mod:`dpverify.conformance`), laid over the algorithm's.
     """
 
     name: str
@@ -218,6 +309,7 @@ class Variant:
     findings: tuple[Finding, ...] = ()
     params: Mapping[str, Any] = field(default_factory=dict)
     derive_setting: DeriveFn | None = None
+    battery: Battery = field(default_factory=Battery)
 
     def __post_init__(self) -> None:
         if self.kind not in VARIANT_KINDS:
@@ -228,7 +320,8 @@ class Variant:
 class Algorithm:
     """A reference algorithm with its variants, default parameters and test problem.
 
-    ``make_problem(params, rng) -> Problem`` builds the data and objective for a run.
+    ``make_problem(params, rng) -> Problem`` builds the data and objective for a run;
+    ``battery`` holds the conformance battery's test sizes and settings for every variant.
     """
 
     name: str
@@ -239,6 +332,7 @@ class Algorithm:
     variants: Mapping[str, Variant]
     quick: Mapping[str, Any] = field(default_factory=dict)
     thorough: Mapping[str, Any] = field(default_factory=dict)
+    battery: Battery = field(default_factory=Battery)
 
     def params(self, variant: str, overrides: Mapping[str, Any] | None = None,
                scale: str = "quick") -> dict[str, Any]:
@@ -359,6 +453,12 @@ def is_registered_target(target: str) -> bool:
     return str(target).partition(":")[0] in _REGISTRY
 
 
+# Modules of ``.py`` files by the path as given: the last loaded here, and those a check
+# sent to a cluster worker brought along (dpverify.shipping), used there before any file.
+FILE_MODULES: dict[str, Any] = {}
+SHIPPED_FILES: dict[str, Any] = {}
+
+
 def load_callable(spec: str) -> Callable[..., Any]:
     """Import ``module:function`` (the module may be a file path ending in ``.py``).
 
@@ -375,11 +475,15 @@ def load_callable(spec: str) -> Callable[..., Any]:
             import pathlib
 
             path = pathlib.Path(mod_name)
-            if not path.exists():
+            if mod_name in SHIPPED_FILES:
+                module = SHIPPED_FILES[mod_name]
+            elif not path.exists():
                 raise InputError(f"no file {mod_name!r} for {spec!r}")
-            mspec = importlib.util.spec_from_file_location(path.stem, path)
-            module = importlib.util.module_from_spec(mspec)  # type: ignore[arg-type]
-            mspec.loader.exec_module(module)  # type: ignore[union-attr]
+            else:
+                mspec = importlib.util.spec_from_file_location(path.stem, path)
+                module = importlib.util.module_from_spec(mspec)  # type: ignore[arg-type]
+                mspec.loader.exec_module(module)  # type: ignore[union-attr]
+                FILE_MODULES[mod_name] = module
         else:
             import sys
 

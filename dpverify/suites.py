@@ -5,6 +5,7 @@ A suite is a TOML file::
     [suite]
     name = "smoke"
     seed = 0                      # optional root seed
+    battery = ["noisy_gd"]        # optional: the conformance battery of these targets
 
     [[check]]
     id = "noisy_gd.sound.account"
@@ -19,7 +20,9 @@ A suite is a TOML file::
     trials = 100000
 
 Every file is validated before any check runs, so bad input costs nothing and writes
-nothing.
+nothing. ``battery`` generates the conformance battery's checks of the named algorithms,
+variants or packages (:mod:`dpverify.conformance`) ahead of the suite's own: a suite holds
+only what the battery does not check.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ class SuiteRun:
     scale: str = "quick"
     suite_seeds: list[int] = field(default_factory=list)  # the root seed each suite ran with
     param_overrides: dict[str, Any] = field(default_factory=dict)  # run --param
+    placement: dict[str, str] = field(default_factory=dict)  # check id -> where it ran
 
     @property
     def all_met(self) -> bool:
@@ -146,15 +150,20 @@ def load_suite(path: str | Path) -> Suite:
     head = doc.get("suite", {})
     if not isinstance(head, dict):
         raise _fail(path, text, None, "suite", "[suite] must be a table")
+    unknown_head = sorted(set(head) - {"name", "seed", "description", "battery"})
+    if unknown_head:
+        raise _fail(path, text, None, unknown_head[0], f"unknown key {unknown_head[0]!r} in "
+                    "[suite]; allowed: battery, description, name, seed")
     unknown_top = set(doc) - {"suite", "check"}
     if unknown_top:
         key = sorted(unknown_top)[0]
         raise _fail(path, text, None, key, f"unknown top-level key {key!r}")
     entries = doc.get("check", [])
-    if not isinstance(entries, list) or not entries:
+    battery = _battery(head, path, text)
+    if not isinstance(entries, list) or not (entries or battery):
         raise _fail(path, text, None, None, "a suite needs at least one [[check]] entry")
-    seen: set[str] = set()
-    checks: list[CheckSpec] = []
+    seen: set[str] = {s.id for s in battery}
+    checks: list[CheckSpec] = list(battery)
     for i, entry in enumerate(entries):
         def where(key: str | None, i: int = i) -> str:
             return f"{path}:{_line_of(text, i, key)}"
@@ -223,6 +232,24 @@ def load_suite(path: str | Path) -> Suite:
                  str(head.get("description", "")))
 
 
+def _battery(head: dict[str, Any], path: Path, text: str) -> list[CheckSpec]:
+    """The battery checks a ``[suite]`` table asks for (``battery = [targets]``)."""
+    names = head.get("battery")
+    if names is None:
+        return []
+    if isinstance(names, str):
+        names = [names]
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise _fail(path, text, None, "battery", f"battery must be a list of targets, got "
+                    f"{names!r}")
+    from dpverify.conformance import check_targets
+
+    try:
+        return check_targets(names)
+    except InputError as e:
+        raise _fail(path, text, None, "battery", str(e)) from None
+
+
 def _check_options(kind: CheckKind, options: dict[str, Any], thorough: dict[str, Any],
                    where: Callable[[str | None], str]) -> None:
     """Parse a check's options, at both scales, against its kind's schema.
@@ -281,11 +308,13 @@ def run_suites(
     only: str | None = None,
     on_result: Callable[[CheckResult], None] | None = None,
     jobs: int = 1,
+    placed: dict[str, str] | None = None,
 ) -> SuiteRun:
     """Run every check of ``suites`` (already validated) and collect the results.
 
-    ``jobs`` checks run at a time in worker processes (see :mod:`dpverify.runner`); the
-    results, and their order, are the same for every ``jobs``.
+    ``jobs`` checks run at a time in worker processes, or whole checks on a Dask cluster
+    when ``ctx.executor`` is ``"dask"`` (see :mod:`dpverify.runner`); the results, and
+    their order, are the same for every ``jobs`` and executor.
     """
     from dpverify.runner import run_checks
 
@@ -298,7 +327,10 @@ def run_suites(
         run.suite_seeds.append(sctx.seed)
         todo += [(scaled(spec, ctx.scale), sctx) for spec in suite.checks
                  if not only or only in spec.id]
-    run.results.extend(run_checks(todo, jobs=jobs, on_result=on_result))
+    # The caller's dict is filled as checks finish (its on_result may show where each ran).
+    run.placement = run.placement if placed is None else placed
+    run.results.extend(run_checks(todo, jobs=jobs, on_result=on_result,
+                                  placed=run.placement))
     return run
 
 
@@ -332,18 +364,23 @@ def run_command(args: Any) -> int:
     console = Console(stderr=True, quiet=args.quiet)
     done = 0
 
+    placement: dict[str, str] = {}
+    on_dask = ctx.executor == "dask"
+
     def show(res: CheckResult) -> None:
         nonlocal done
         done += 1
         mark = "ok " if res.met else "!! "
+        where = f" on {placement[res.spec.id]}" if on_dask and res.spec.id in placement else ""
         console.print(f"[{done}/{total}] {mark}{res.spec.id}: {res.outcome.verdict.value} "
-                      f"(expected {res.spec.expected.value}, {res.seconds:.1f}s)",
+                      f"(expected {res.spec.expected.value}, {res.seconds:.1f}s){where}",
                       highlight=False)
 
     console.print(f"dpverify: {total} checks from {len(suites)} suite(s), seed {ctx.seed}, "
-                  f"scale {ctx.scale}", highlight=False)
+                  f"scale {ctx.scale}" + (f", on the Dask cluster {ctx.scheduler or '(local)'}"
+                                          if on_dask else ""), highlight=False)
     run = run_suites(suites, ctx, only=args.only, on_result=show,
-                     jobs=getattr(args, "jobs", 1))
+                     jobs=getattr(args, "jobs", 1), placed=placement)
     run.param_overrides = overrides
     regressions = compare_baseline(run, baseline) if baseline is not None else []
     paths = write_reports(run, output.folder(), regressions=regressions)
@@ -361,6 +398,8 @@ def run_command(args: Any) -> int:
         if not r.met:
             out.print(f"not as expected: {r.spec.id}: {r.outcome.verdict.value}, expected "
                       f"{r.spec.expected.value}: {r.outcome.message}", highlight=False)
+    if on_dask and not args.quiet:
+        out.print(spread(run), highlight=False)
     for r in regressions:
         out.print(f"regression: {r}", highlight=False)
     warned = warning_summary(run.results)
@@ -380,3 +419,22 @@ def _cli_params(args: Any) -> dict[str, Any]:
     from dpverify.cli import parse_params
 
     return parse_params(getattr(args, "param", None))
+
+
+def spread(run: SuiteRun) -> str:
+    """How the checks spread over the places they ran: count and seconds of each.
+
+    Examples
+    --------
+    >>> from dpverify.checks import CheckResult, Outcome
+    >>> from dpverify.claims import Verdict
+    >>> r = SuiteRun([], [CheckResult(CheckSpec(i, "account", "t"), Outcome(Verdict.PASS), 2.0)
+    ...                   for i in "abc"], placement={"a": "w1", "b": "w2", "c": "w1"})
+    >>> spread(r)
+    'checks per worker: w1 2 (4.0 s), w2 1 (2.0 s)'
+    """
+    per: dict[str, list[float]] = {}
+    for r in run.results:
+        per.setdefault(run.placement.get(r.spec.id, "?"), []).append(r.seconds)
+    return "checks per worker: " + ", ".join(f"{w} {len(v)} ({sum(v):.1f} s)"
+                                             for w, v in sorted(per.items()))
