@@ -64,9 +64,9 @@ def call_train(train: Train, data: Any, seed: int) -> Any:
 
 
 def recorded_run(train: Train, pair: CanaryPair, world: int, seed: int,
-                 criterion: Any = None) -> Run:
+                 criterion: Any = None, trace: bool = False) -> Run:
     """One run of ``train`` on ``pair.world(world)``, recorded and replayed on the pair."""
-    with record(ReplaySpec(pair, world, criterion, seed)) as rec:
+    with record(ReplaySpec(pair, world, criterion, seed), trace=trace) as rec:
         call_train(train, pair.world(world), seed)
     return rec.run
 
@@ -105,23 +105,47 @@ def _structure(r: Release) -> tuple[Any, ...]:
     return (r.name, r.mechanism, r.sensitivity, r.noise, r.sampling, r.rate)
 
 
+def signature_difference(a: Ledger, b: Ledger) -> str | None:
+    """How two runs' release sequences differ (``None`` when they do not), as
+    :func:`dpverify.sensitivity.check_invariance` compares them: what must not depend on
+    the data.
+
+    Examples
+    --------
+    >>> r = Release(0, "g", "gaussian", 1.0, "l2", 1.0, "poisson", 0.5, None, 4, 0, (3,))
+    >>> signature_difference(Ledger([r]), Ledger([r, r]))
+    '1 releases against 2'
+    """
+    if len(a) != len(b):
+        return f"{len(a)} releases against {len(b)}"
+    for i, (r, s) in enumerate(zip(a, b, strict=True)):
+        if _structure(r) != _structure(s):
+            return (f"release {i}: noise {r.noise:.6g}, rate {r.rate:.6g} against noise "
+                    f"{s.noise:.6g}, rate {s.rate:.6g}")
+    return None
+
+
 @dataclass(frozen=True)
 class WhiteboxPlan:
-    """How many runs, at which confidence, with which root seed."""
+    """How many runs, at which confidence, with which root seed; ``simulate``: re-execute
+    a recorded Opacus run over stacked trials (:mod:`dpverify.torch.simulate`) instead of
+    calling ``train`` once per trial (``None``: where the run allows it)."""
 
     trials: int = 200
     confidence: float = 0.95
     seed: int = 0
     select_fraction: float = 0.3
     criterion: Any = None
+    simulate: bool | None = None
 
 
-def replayed_ledgers(train: Train, pair: CanaryPair, plan: WhiteboxPlan
-                     ) -> tuple[Ledger, Ledger, Run]:
-    """``plan.trials`` replayed runs on D and on D', stacked; and the first run on D."""
+def replayed_ledgers(train: Train, pair: CanaryPair, plan: WhiteboxPlan,
+                     firsts: tuple[Run, Run]) -> tuple[Ledger, Ledger]:
+    """``plan.trials`` replayed runs of ``train`` on D and on D', stacked (the first of each
+    world already made)."""
     seeds = np.random.SeedSequence(plan.seed).generate_state(2 * plan.trials, np.uint32)
-    runs = [[recorded_run(train, pair, w, int(seeds[2 * k + w]), plan.criterion)
-             for k in range(plan.trials)] for w in (0, 1)]
+    runs = [[firsts[w]] + [recorded_run(train, pair, w, int(seeds[2 * k + w]), plan.criterion)
+                           for k in range(1, plan.trials)] for w in (0, 1)]
     first = runs[0][0]
     if plan.trials > 1 and all(np.array_equal(r.ledger.releases[-1].answer,
                                               first.ledger.releases[-1].answer)
@@ -129,8 +153,44 @@ def replayed_ledgers(train: Train, pair: CanaryPair, plan: WhiteboxPlan
         raise InputError("every run of train released the same values: its randomness "
                          "does not follow the seed (take a `seed` argument, or draw from "
                          "torch's global generator)")
-    return (stack_ledgers([r.ledger for r in runs[0]]),
-            stack_ledgers([r.ledger for r in runs[1]]), first)
+    return stack_ledgers([r.ledger for r in runs[0]]), stack_ledgers([r.ledger for r in runs[1]])
+
+
+def simulated_ledgers(pair: CanaryPair, plan: WhiteboxPlan, firsts: tuple[Run, Run]
+                      ) -> tuple[Ledger, Ledger, dict[str, Any]]:
+    """``plan.trials`` simulated runs per world, after checking that the simulation
+    reproduces each world's recorded run."""
+    from dpverify.torch.simulate import check_fidelity, simulate
+
+    gaps = {f"world {w}": check_fidelity(firsts[w], pair, w) for w in (0, 1)}
+    seeds = np.random.SeedSequence(plan.seed).generate_state(2, np.uint32)
+    return (simulate(firsts[0], pair, 0, plan.trials, int(seeds[0])),
+            simulate(firsts[1], pair, 1, plan.trials, int(seeds[1])), gaps)
+
+
+def trial_ledgers(train: Train, pair: CanaryPair, plan: WhiteboxPlan
+                  ) -> tuple[Ledger, Ledger, Run, dict[str, Any]]:
+    """The replayed ledgers of both worlds, simulated where allowed, else by runs."""
+    firsts = tuple(recorded_run(train, pair, w, plan.seed + w, plan.criterion, trace=True)
+                   for w in (0, 1))
+    differs = signature_difference(firsts[0].ledger, firsts[1].ledger)
+    if differs:
+        raise InputError(f"the runs on D and on D' release different sequences ({differs}): "
+                         "the transcript alone tells the datasets apart, and a white-box "
+                         "audit compares like with like")
+    how: dict[str, Any] = {"trials_by": "runs"}
+    if plan.simulate is not False and all(r.model is not None for r in firsts):
+        try:
+            led_D, led_Dp, gaps = simulated_ledgers(pair, plan, firsts)
+            return led_D, led_Dp, firsts[0], {"trials_by": "simulation", "fidelity": gaps}
+        except InputError as e:
+            if plan.simulate:
+                raise
+            how["simulation_refused"] = str(e)
+    elif plan.simulate:
+        raise InputError("simulate=True needs a run recorded through Opacus's make_private")
+    led_D, led_Dp = replayed_ledgers(train, pair, plan, firsts)
+    return led_D, led_Dp, firsts[0], how
 
 
 def whitebox(train: Train, pair: CanaryPair, claim: tuple[float, float],
@@ -148,7 +208,7 @@ def whitebox(train: Train, pair: CanaryPair, claim: tuple[float, float],
     plan = replace(plan, trials=int(check_positive(plan.trials, "trials", integer=True)))
     if plan.trials < 2:
         raise InputError(f"a white-box audit needs at least 2 runs per world, got {plan.trials}")
-    led_D, led_Dp, first = replayed_ledgers(train, pair, plan)
+    led_D, led_Dp, first, how = trial_ledgers(train, pair, plan)
     LD, VD, gD = transcript_privacy_loss(led_D)
     LP, VP, gP = transcript_privacy_loss(led_Dp)
     losses = {"loss_D": LD, "loss_D_prime": -LP,
@@ -167,7 +227,7 @@ def whitebox(train: Train, pair: CanaryPair, claim: tuple[float, float],
         "epsilon_replayed": replayed_epsilon(led_D, led_Dp, delta, first.relation),
         "detectable": float(stats.epsilon_lower_bound(0, n_test, 0, n_test, delta, alpha)),
         "releases": len(led_D), "runs_total": 2 * plan.trials, "pair": pair.label,
-        "relation": first.relation,
+        "relation": first.relation, **how,
     }
     evidence = {"cp_test": cp.to_dict(),
                 "loss_quantiles_D": np.quantile(LD, [0.01, 0.5, 0.99]).tolist(),
@@ -206,12 +266,18 @@ class LoopAudit:
     sensitivity: LedgerExcess | None
     whitebox: AuditResult | None = None
     reasons: list[str] = field(default_factory=list)
+    other: Run | None = None  # the run on D'
+
+    def replay_error(self) -> float:
+        """The largest relative gap between a replayed query and the value released."""
+        errs = [r.replay_error() for r in (self.run, self.other) if r is not None]
+        return max((e for e in errs if e is not None), default=0.0)
 
     @property
     def verdict(self) -> Verdict:
         if self.reasons:
             return Verdict.FAIL
-        if not len(self.run.ledger) or (self.run.replay_error() or 0.0) > REPLAY_TOLERANCE:
+        if not len(self.run.ledger) or self.replay_error() > REPLAY_TOLERANCE:
             return Verdict.INCONCLUSIVE
         return Verdict.PASS
 
@@ -222,10 +288,12 @@ class LoopAudit:
         if self.verdict == Verdict.INCONCLUSIVE:
             lines.append("  INCONCLUSIVE: " + ("no noisy release was recorded" if not
                          len(self.run.ledger) else f"the replayed query differs from the "
-                         f"released value by {self.run.replay_error():.3g} (relative)"))
+                         f"released value by {self.replay_error():.3g} (relative)"))
         lines.append(f"  ledger: {len(self.run.ledger)} releases, epsilon {self.epsilon:.4g} "
                      f"(PLD) at delta {delta:g}" + "".join(
-                         f"; Opacus {c['opacus']} {c['opacus_epsilon']:.4g}" for c in self.opacus))
+                         f"; Opacus {c['opacus']} {c['opacus_epsilon']:.4g} against the "
+                         f"ledger's {c['ledger'].upper()} {c['ledger_epsilon']:.4g}"
+                         for c in self.opacus))
         lines.extend(f"  {f}" for f in self.findings)
         s = self.sensitivity
         if s is not None:
@@ -245,24 +313,36 @@ class LoopAudit:
         return "\n".join(lines)
 
 
+def _worst(a: LedgerExcess | None, b: LedgerExcess | None) -> LedgerExcess | None:
+    if a is None or b is None:
+        return a or b
+    return max((a, b), key=lambda e: (e.violations > 0, e.worst_ratio))
+
+
 def audit_loop(train: Train, claim: tuple[float, float], pair: CanaryPair,
                plan: WhiteboxPlan = WhiteboxPlan(trials=0)) -> LoopAudit:
     """Record ``train`` on ``pair.D`` (replayed on the pair), read the ledger, and with
     ``plan.trials > 0`` run a white-box audit too."""
     eps, delta = check_epsilon(claim[0]), check_delta(claim[1])
     run = recorded_run(train, pair, 0, plan.seed, plan.criterion)
+    other = recorded_run(train, pair, 1, plan.seed, plan.criterion)
     acc = run.epsilon(delta) if len(run.ledger) else None
     out = LoopAudit(getattr(train, "__name__", "train"), (eps, delta), run,
                     acc.epsilon if acc else math.nan,
-                    run.compare_epsilon(delta) if acc else [], run.findings(), run.sensitivity())
+                    run.compare_epsilon(delta) if acc else [], run.findings(),
+                    _worst(run.sensitivity(), other.sensitivity()), other=other)
     out.reasons.extend(str(f) for f in out.findings if f.violation)
+    differs = signature_difference(run.ledger, other.ledger)
+    if differs:
+        out.reasons.append(f"the run on D' releases a different sequence ({differs}): the "
+                           "transcript's shape depends on the data")
     if acc is not None and acc.epsilon > eps * (1 + 1e-9):
         out.reasons.append(f"the executed ledger spends epsilon {acc.epsilon:.4g} > {eps:g}")
     s = out.sensitivity
     if s is not None and s.violations:
         out.reasons.append(f"a release moved {s.worst_ratio:.4g} x its declared sensitivity "
                            f"on the pair (step {s.step})")
-    if plan.trials > 0:
+    if plan.trials > 0 and not differs:
         out.whitebox = whitebox(train, pair, (eps, delta), plan)
         if out.whitebox.epsilon_lower > eps:
             out.reasons.append(f"the white-box lower bound {out.whitebox.epsilon_lower:.4g} "

@@ -135,7 +135,8 @@ def _size_findings(d: Declaration, n: int, b: int) -> list[LoopFinding]:
             continue
         there = ", ".join(f"{v:.6g} on {m}" for m, v in other.items())
         why = ("the update's scale tells the neighbouring datasets apart whatever the noise "
-               "(Opacus #571)" if k else "the run's sampling depends on the private size")
+               "(Opacus #571)" if k else "the run's sampling, its number of steps per epoch "
+               "and a noise multiplier calibrated for the rate depend on the private size")
         out.append(LoopFinding(kind, 0, f"{what} is {here:.6g} on {n} records, {there}: {why}",
                                evidence=ev))
     if not out:

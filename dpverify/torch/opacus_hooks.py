@@ -26,6 +26,7 @@ import numpy as np
 
 from dpverify.torch.record import Declaration, Executed, Recorder
 from dpverify.torch.replay import flat, opacus_clip, project, sample_grad
+from dpverify.torch.simulate import LoopModel, snapshot
 
 _MISSING = object()
 
@@ -75,12 +76,13 @@ def install(rec: Recorder) -> list[tuple[Any, str, Any]]:
 def _make_private(rec: Recorder, original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def make_private(engine: Any, *args: Any, **kwargs: Any) -> Any:
+        start = snapshot(kwargs["module"]) if "module" in kwargs else None
         out = original(engine, *args, **kwargs)
         module, optimizer, loader = out[0], out[1], out[-1]
         decl = _declaration(engine, kwargs, optimizer, loader)
         rec.declarations.append(decl)
-        watched = Watched(rec, optimizer, getattr(module, "_module", module), loader,
-                          kwargs.get("criterion"), decl)
+        watched = Watched(rec, optimizer, module, loader, kwargs.get("criterion"), decl,
+                          start=start)
         rec.watched.append(watched)
         watched.attach()
         return out
@@ -164,11 +166,24 @@ class Watched:
     batches: collections.deque = field(default_factory=collections.deque)
     pending: dict[str, Any] = field(default_factory=dict)
     names: list[str] = field(default_factory=list)
+    start: Any = None  # the module as make_private received it (a copy)
+    model: LoopModel | None = None
+
+    @property
+    def inner(self) -> Any:
+        """The user's module (inside Opacus's ``GradSampleModule``)."""
+        return getattr(self.module, "_module", self.module)
 
     def attach(self) -> None:
         opt = self.optimizer
-        ids = {id(p): n for n, p in self.module.named_parameters()}
+        ids = {id(p): n for n, p in self.inner.named_parameters()}
         self.names = [ids[id(p)] for p in opt.params]
+        if self.start is not None:
+            groups = [[ids[id(p)] for p in g["params"] if p.requires_grad]
+                      for g in opt.param_groups]
+            self.model = LoopModel(self.start, self.names, groups,
+                                   type(opt.original_optimizer), self._criterion())
+            self.rec.models.append(self.model)
         pre, noise, scale = opt.pre_step, opt.add_noise, opt.scale_grad
 
         def pre_step(closure: Any = None) -> Any:
@@ -189,6 +204,8 @@ class Watched:
         opt.pre_step, opt.add_noise, opt.scale_grad = pre_step, add_noise, scale_grad
 
     def detach(self) -> None:
+        if self.model is not None:
+            self.model.final = [p.detach().clone() for p in self.optimizer.params]
         for name in ("pre_step", "add_noise", "scale_grad"):
             self.optimizer.__dict__.pop(name, None)
 
@@ -231,10 +248,18 @@ class Watched:
                                "returned by make_private was not the one iterated")
         crit = self._criterion()
         out: dict[str, Any] = {"c_in": False, "error": None}
-        for w in (0, 1):
-            record = S.record(w)
-            out[f"g{w}"] = (None if record is None else
-                            opacus_clip(sample_grad(self.module, self.names, crit, record), clip))
+        # Opacus's per-sample hooks must not see the replay's forward and backward passes.
+        enabled = getattr(self.module, "hooks_enabled", None)
+        if enabled is not None:
+            self.module.hooks_enabled = False
+        try:
+            for w in (0, 1):
+                record = S.record(w)
+                out[f"g{w}"] = (None if record is None else opacus_clip(
+                    sample_grad(self.inner, self.names, crit, record), clip))
+        finally:
+            if enabled is not None:
+                self.module.hooks_enabled = enabled
         slots = S.to_slots(rows)
         if S.has[0] and np.any(slots == S.c):
             j = int(np.flatnonzero(slots == S.c)[0])
@@ -245,7 +270,7 @@ class Watched:
         return out
 
     def _criterion(self) -> Any:
-        crit = self.rec.replay.criterion or self.criterion
+        crit = (self.rec.replay.criterion if self.rec.replay else None) or self.criterion
         if crit is None:
             import torch
 
@@ -277,7 +302,11 @@ class Watched:
                             self.rec.included(p["c_in"], ex))
 
 
-def _hyper(opt: Any) -> list[dict[str, float]]:
-    return [{k: float(v) for k, v in g.items()
-             if k != "params" and isinstance(v, (int, float)) and not isinstance(v, bool)}
-            for g in opt.param_groups]
+def _hyper(opt: Any) -> list[dict[str, Any]]:
+    """Each parameter group's settings at this step (learning rate, momentum, betas, ...)."""
+    def keep(v: Any) -> bool:
+        return v is None or isinstance(v, (int, float, bool)) or (
+            isinstance(v, tuple) and all(isinstance(x, (int, float)) for x in v))
+
+    return [{k: (float(v) if isinstance(v, float) else v) for k, v in g.items()
+             if k != "params" and keep(v)} for g in opt.param_groups]

@@ -98,7 +98,7 @@ class StepRecord:
     noise_measured: float | None = None  # sqrt(||noisy - value||^2 / P)
     noise_p_value: float | None = None  # chi-square test of the noise against noise_std
     replay_error: float | None = None  # replayed query vs executed value, relative
-    hyper: list[dict[str, float]] | None = field(default=None, repr=False)
+    hyper: list[dict[str, Any]] | None = field(default=None, repr=False)
     rows: np.ndarray | None = field(default=None, repr=False)  # the batch drawn
     noise: np.ndarray | None = field(default=None, repr=False)  # kept when tracing
 
@@ -150,7 +150,7 @@ class Executed:
     rows: np.ndarray | None = None
     drawn: int | None = None
     dataset_size: int = 0
-    hyper: list[dict[str, float]] | None = None
+    hyper: list[dict[str, Any]] | None = None
     replay: ReplayRecord | None = None
     replay_error: float | None = None
 
@@ -226,6 +226,7 @@ class Recorder:
         self._step: int | None = None
         self._patches: list[tuple[Any, str, Any]] = []
         self.watched: list[Any] = []
+        self.models: list[Any] = []  # dpverify.torch.simulate.LoopModel of each optimiser
 
     # context ----------------------------------------------------------------------
     def __enter__(self) -> Recorder:
@@ -252,7 +253,8 @@ class Recorder:
 
         return Run(self.ledger, list(self.steps), list(self.declarations),
                    {k: list(v) for k, v in self.accounted.items()}, dict(self.accountants),
-                   self.relation, self.slots is not None, list(self.notes))
+                   self.relation, self.slots is not None, list(self.notes),
+                   self.models[0] if len(self.models) == 1 else None)
 
     # hooks for hand-written loops ------------------------------------------------------
     def step(self, t: int | None) -> None:

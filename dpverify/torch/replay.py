@@ -111,7 +111,9 @@ def sample_grad(module: torch.nn.Module, names: Sequence[str], criterion: Callab
     """The gradient of ``criterion(module(inputs), target)`` on one record, flattened in
     the order of ``names`` (the module's parameters at their current values).
 
-    The record's last tensor is the target, the others the model's inputs.
+    The record's last tensor is the target, the others the model's inputs. Plain autograd
+    (not ``torch.func``): the module may carry Opacus's backward hooks, which functorch
+    transforms refuse; the parameters' ``.grad`` is left alone.
 
     Examples
     --------
@@ -122,15 +124,11 @@ def sample_grad(module: torch.nn.Module, names: Sequence[str], criterion: Callab
     >>> sample_grad(lin, ["weight"], mse, (torch.tensor([1.0, 2.0]), torch.tensor([0.0]))).tolist()
     [6.0, 12.0]
     """
-    from torch.func import functional_call, grad
-
     named = dict(module.named_parameters())
-    params = {n: named[n].detach() for n in names}
+    params = [named[n] for n in names]
     inputs, target = tuple(record[:-1]), record[-1]
-
-    def loss(p: dict[str, torch.Tensor]) -> torch.Tensor:
-        out = functional_call(module, p, tuple(x[None] for x in inputs))
-        return criterion(out, target[None])
-
-    g = grad(loss)(params)
-    return flat([g[n] for n in names])
+    with torch.enable_grad():
+        loss = criterion(module(*(x[None] for x in inputs)), target[None])
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+    return flat([torch.zeros_like(p) if g is None else g for p, g in zip(params, grads,
+                                                                          strict=True)])

@@ -44,10 +44,15 @@ class Run:
     relation: str
     replayed: bool
     notes: list[str] = field(default_factory=list)
+    model: Any = None  # dpverify.torch.simulate.LoopModel of an Opacus run (one optimiser)
+    _epsilons: dict[float, AccountingResult] = field(default_factory=dict, repr=False)
 
     def epsilon(self, delta: float) -> AccountingResult:
         """Epsilon of the executed ledger at ``delta`` (dpverify's PLD and RDP)."""
-        return account_ledger(self.ledger, check_delta(delta), self.relation)
+        delta = check_delta(delta)
+        if delta not in self._epsilons:
+            self._epsilons[delta] = account_ledger(self.ledger, delta, self.relation)
+        return self._epsilons[delta]
 
     def library_epsilon(self, delta: float) -> dict[str, float]:
         """Each Opacus accountant's own epsilon at ``delta``, by its mechanism name."""
