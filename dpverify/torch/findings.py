@@ -173,9 +173,11 @@ def _divisor_follows_batch(run: Run) -> list[LoopFinding]:
 
 
 def _executed_multiplier(run: Run, i: int) -> float:
-    s, r = run.steps[i], run.ledger.releases[i]
-    base = s.clip if s.clip else r.sensitivity
-    return s.noise_std / base if base else math.inf
+    """Noise std over the sensitivity of one record's contribution: the multiplier
+    Opacus's accountants read (under replace-one a record moves the sum by twice that)."""
+    r = run.ledger.releases[i]
+    base = r.sensitivity / (2.0 if run.relation == "replace_one" else 1.0)
+    return run.steps[i].noise_std / base if base else math.inf
 
 
 def _accounting(run: Run) -> list[LoopFinding]:

@@ -2,7 +2,7 @@
 
 This file is the code under audit: a plain Opacus training loop with nothing of dpverify
 in it (compare Opacus's ``tutorials/building_image_classifier.ipynb`` and
-``examples/mnist.py``). ``audit.py`` beside it records and audits it.
+``examples/mnist.py``). ``audit_loops.py`` beside it records and audits it.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ class Config:
     poisson_sampling: bool = True
     loss_reduction: str = "mean"
     extra_epochs: int = 0  # epochs trained beyond those the noise was calibrated for
+    noise_multiplier: float | None = None  # given: make_private, no calibration
 
 
 def train(data: TensorDataset, seed: int = 0, config: Config = Config()):
@@ -67,18 +68,16 @@ def train(data: TensorDataset, seed: int = 0, config: Config = Config()):
     data_loader = DataLoader(data, batch_size=config.batch_size, generator=gen)
 
     privacy_engine = PrivacyEngine(accountant="prv")
-    model, optimizer, data_loader = privacy_engine.make_private_with_epsilon(
-        module=model,
-        optimizer=optimizer,
-        data_loader=data_loader,
-        target_epsilon=config.epsilon,
-        target_delta=config.delta,
-        epochs=config.epochs,
-        max_grad_norm=config.max_grad_norm,
-        poisson_sampling=config.poisson_sampling,
-        loss_reduction=config.loss_reduction,
-        noise_generator=gen,
-    )
+    common = dict(module=model, optimizer=optimizer, data_loader=data_loader,
+                  max_grad_norm=config.max_grad_norm, poisson_sampling=config.poisson_sampling,
+                  loss_reduction=config.loss_reduction, noise_generator=gen)
+    if config.noise_multiplier is None:
+        model, optimizer, data_loader = privacy_engine.make_private_with_epsilon(
+            target_epsilon=config.epsilon, target_delta=config.delta, epochs=config.epochs,
+            **common)
+    else:
+        model, optimizer, data_loader = privacy_engine.make_private(
+            noise_multiplier=config.noise_multiplier, **common)
     criterion = nn.CrossEntropyLoss()
     model.train()
     for _ in range(config.epochs + config.extra_epochs):

@@ -1,8 +1,8 @@
-"""Audit the loops of ``tutorial.py`` and ``handwritten.py`` with dpverify.torch.
+"""Audit the loops of ``tutorial_loop.py`` and ``handwritten_loops.py`` with dpverify.torch.
 
-    python examples/opacus_loop/audit.py            # the figures of the README section
-    python examples/opacus_loop/audit.py --small    # seconds: what CI runs
-    python examples/opacus_loop/audit.py --whitebox 200   # + a white-box audit at epsilon 1
+    python examples/opacus_loop/audit_loops.py            # the figures of the README section
+    python examples/opacus_loop/audit_loops.py --small    # seconds: what CI runs
+    python examples/opacus_loop/audit_loops.py --whitebox 200   # + a white-box audit at epsilon 1
 
 1. The tutorial loop, recorded unmodified: its executed ledger, and the ledger's epsilon
    beside Opacus's own accountant's.
@@ -28,8 +28,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import handwritten as hw  # noqa: E402
-import tutorial as tu  # noqa: E402
+import handwritten_loops as hw  # noqa: E402
+import tutorial_loop as tu  # noqa: E402
 
 import dpverify.torch as dpt  # noqa: E402
 
