@@ -174,6 +174,29 @@ def test_more_epochs_than_calibrated_for_are_flagged() -> None:
     assert row["opacus"] == "rdp" and abs(row["relative_difference"]) < 0.01
 
 
+def test_noise_lowered_after_make_private_is_flagged() -> None:
+    """The optimiser's noise multiplier halved after make_private at step 2: Opacus's
+    accountant follows it, so only the configured value tells."""
+    gen = torch.Generator().manual_seed(0)
+    data = TensorDataset(torch.randn(102, 4, generator=gen), torch.randint(0, 3, (102,),
+                                                                           generator=gen))
+    from opacus import PrivacyEngine
+
+    with dpt.record() as rec:
+        model = torch.nn.Linear(4, 3)
+        model, opt, loader = PrivacyEngine(accountant="rdp").make_private(
+            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+            data_loader=torch.utils.data.DataLoader(data, batch_size=30, generator=gen),
+            noise_multiplier=1.0, max_grad_norm=1.0, noise_generator=gen, loss_reduction="sum")
+        for t, (x, y) in enumerate(loader):
+            opt.noise_multiplier = 0.5 if t >= 2 else 1.0
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y, reduction="sum").backward()
+            opt.step()
+    [f] = [f for f in rec.run.findings() if f.violation]
+    assert (f.kind, f.step, f.evidence["executed"]) == ("noise_multiplier_mismatch", 2, 0.5)
+
+
 def test_record_noise_does_nothing_outside_a_recording_and_refuses_bad_input() -> None:
     assert dpt.record_noise(torch.zeros(2), torch.ones(2), dpt.Mechanism(1.0, 1.0)) is None
     with pytest.raises(InputError, match="noise_std"):

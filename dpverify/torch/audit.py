@@ -17,6 +17,7 @@ test could detect.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from collections.abc import Callable, Sequence
@@ -244,8 +245,13 @@ def whitebox(train: Train, pair: CanaryPair, claim: tuple[float, float],
 def pld_epsilon(ledger: Ledger, delta: float, relation: str) -> float:
     """The ledger's epsilon by PLD alone (the RDP of sampled releases at large rates is
     slow, and the white-box report compares with PLD)."""
-    return account_events({"pld": ledger_events(ledger, relation, "pld")}, delta,
-                          relation).epsilon
+    return _pld_of_events(tuple(ledger_events(ledger, relation, "pld")), delta, relation)
+
+
+@functools.lru_cache(maxsize=64)
+def _pld_of_events(events: tuple[Any, ...], delta: float, relation: str) -> float:
+    # Runs of one loop make the same events: each PLD is built once per process.
+    return account_events({"pld": list(events)}, delta, relation).epsilon
 
 
 def _ceil_digits(x: float, digits: int = 6) -> float:

@@ -217,7 +217,7 @@ def _mismatch(run: Run, name: str, acc: list[tuple[float, float]]) -> list[LoopF
 
 
 def _calibration(run: Run) -> list[LoopFinding]:
-    out = []
+    out = _configured_noise(run)
     T = len(run.ledger)
     for d in run.declarations:
         if d.steps is not None and T > d.steps and d.source != "declared":
@@ -230,6 +230,26 @@ def _calibration(run: Run) -> list[LoopFinding]:
                 evidence={"calibrated_steps": d.steps, "executed": T,
                           "target_epsilon": d.target_epsilon}))
     return out
+
+
+def _configured_noise(run: Run) -> list[LoopFinding]:
+    """Less noise executed than ``make_private*`` set up (the optimiser's noise multiplier
+    lowered afterwards: its accountant follows, the calibration to a target does not)."""
+    opacus = [i for i, s in enumerate(run.steps) if s.source == "opacus"]
+    for d in run.declarations:
+        if d.source == "declared" or d.noise_multiplier is None:
+            continue
+        for i in opacus:
+            executed = _executed_multiplier(run, i)
+            if executed < d.noise_multiplier * (1 - RTOL):
+                s = run.steps[i]
+                return [LoopFinding(
+                    "noise_multiplier_mismatch", s.step,
+                    f"{d.source} set noise multiplier {d.noise_multiplier:.6g}; the release at "
+                    f"step {s.step} added {executed:.6g}",
+                    evidence={"configured": d.noise_multiplier, "executed": executed,
+                              "target_epsilon": d.target_epsilon})]
+    return []
 
 
 def _sampling(run: Run) -> list[LoopFinding]:
