@@ -139,6 +139,8 @@ class WhiteboxPlan:
     select_fraction: float = 0.3
     criterion: Any = None
     simulate: bool | None = None
+    block: int = 64  # simulated trials at a time
+    device: str = "cpu"  # where the simulation runs
 
 
 def replayed_ledgers(train: Train, pair: CanaryPair, plan: WhiteboxPlan,
@@ -166,8 +168,9 @@ def simulated_ledgers(pair: CanaryPair, plan: WhiteboxPlan, firsts: tuple[Run, R
 
     gaps = {f"world {w}": check_fidelity(firsts[w], pair, w) for w in (0, 1)}
     seeds = np.random.SeedSequence(plan.seed).generate_state(2, np.uint32)
-    return (simulate(firsts[0], pair, 0, plan.trials, int(seeds[0])),
-            simulate(firsts[1], pair, 1, plan.trials, int(seeds[1])), gaps)
+    return (simulate(firsts[0], pair, 0, plan.trials, int(seeds[0]), plan.block, plan.device),
+            simulate(firsts[1], pair, 1, plan.trials, int(seeds[1]), plan.block, plan.device),
+            gaps)
 
 
 def trial_ledgers(train: Train, pair: CanaryPair, plan: WhiteboxPlan

@@ -85,6 +85,7 @@ class Simulator:
 
     def __init__(self, run: Any, pair: CanaryPair, world: int, trials: int,
                  generator: torch.Generator, forced: Forced | None = None) -> None:
+        self.device = generator.device
         model: LoopModel | None = run.model
         if model is None:
             raise InputError("the run was not recorded through Opacus's make_private: "
@@ -95,15 +96,15 @@ class Simulator:
         self.run, self.model, self.world, self.K = run, model, world, int(trials)
         self.slots = Slots(pair if world == 0 else pair.swapped())
         self.gen, self.forced = generator, forced
-        base = self.slots._tensors[0]
         self.n_slots = max(len(pair.D), len(pair.D_prime))
-        self.tensors = base
+        self.tensors = [t.to(self.device) for t in self.slots._tensors[0]]
         slots = np.arange(self.n_slots)
         rows = slots if self.slots.has[0] else np.where(slots > self.slots.c, slots - 1, slots)
-        self.rows_of_slot = torch.as_tensor(rows)  # the canary's slot is never read here
-        self._grads = _per_sample_grads(model.module, model.criterion)
-        self._one = _record_grads(model.module, model.criterion)
-        named = dict(model.module.named_parameters())
+        self.rows_of_slot = torch.as_tensor(rows, device=self.device)  # canary's: unread
+        module = copy.deepcopy(model.module).to(self.device)
+        self._grads = _per_sample_grads(module, model.criterion)
+        self._one = _record_grads(module, model.criterion)
+        named = dict(module.named_parameters())
         self.shapes = [tuple(named[n].shape) for n in model.names]
         self.theta = {n: named[n].detach().clone().unsqueeze(0).repeat(
             self.K, *[1] * named[n].dim()) for n in model.names}
@@ -114,10 +115,11 @@ class Simulator:
         slot is kept out (its contribution is added apart)."""
         if self.forced is not None:
             slots = self.slots.to_slots(self.forced.rows[t])
-            mask = torch.zeros(1, self.n_slots, dtype=torch.bool)
-            mask[0, torch.as_tensor(slots)] = True
+            mask = torch.zeros(1, self.n_slots, dtype=torch.bool, device=self.device)
+            mask[0, torch.as_tensor(slots, device=self.device)] = True
         else:
-            mask = torch.rand(self.K, self.n_slots, generator=self.gen) < rate
+            mask = torch.rand(self.K, self.n_slots, generator=self.gen,
+                              device=self.device) < rate
         return mask
 
     def clipped_sums(self, mask: torch.Tensor, clip: float) -> torch.Tensor:
@@ -128,7 +130,7 @@ class Simulator:
         count = body.sum(1)
         width = max(int(count.max()), 1)
         order = torch.argsort((~body).to(torch.int8), dim=1, stable=True)[:, :width]
-        valid = torch.arange(width)[None] < count[:, None]
+        valid = torch.arange(width, device=self.device)[None] < count[:, None]
         rows = self.rows_of_slot[order].clamp(min=0)
         batch = [t[rows] for t in self.tensors]
         grads = self._grads(self.theta, *batch)
@@ -142,14 +144,16 @@ class Simulator:
         record = self.slots.record(w)
         if record is None:
             return None
-        g = self._one(self.theta, *record)
+        g = self._one(self.theta, *(t.to(self.device) for t in record))
         flat = torch.cat([g[n].reshape(self.K, -1) for n in self.model.names], 1)
         return flat * (clip / (flat.norm(dim=1, keepdim=True) + OPACUS_NORM_EPS)).clamp(max=1.0)
 
     def noise(self, t: int, std: float, like: torch.Tensor) -> torch.Tensor:
         if self.forced is not None:
-            return torch.as_tensor(self.forced.noise[t], dtype=like.dtype)[None]
-        return std * torch.randn(like.shape, generator=self.gen, dtype=like.dtype)
+            return torch.as_tensor(self.forced.noise[t], dtype=like.dtype,
+                                   device=self.device)[None]
+        return std * torch.randn(like.shape, generator=self.gen, dtype=like.dtype,
+                                 device=self.device)
 
     # the run ----------------------------------------------------------------------------
     def execute(self) -> tuple[Ledger, list[float]]:
@@ -176,10 +180,11 @@ class Simulator:
         out = {k: np.empty((self.K, 2)) for k in ("value_D", "value_D_prime", "value_out",
                                                    "answer")}
         included = np.empty(self.K, dtype=bool)
-        v_out = s_out.double().numpy()
-        a = answer.double().numpy()
-        d = [np.zeros_like(v_out) if x is None else x.double().numpy() for x in g]
-        coins = torch.rand(self.K, generator=self.gen).numpy() < rate
+        v_out = s_out.double().cpu().numpy()
+        a = answer.double().cpu().numpy()
+        d = [np.zeros_like(v_out) if x is None else x.double().cpu().numpy() for x in g]
+        c_in = c_in.cpu()
+        coins = torch.rand(self.K, generator=self.gen, device=self.device).cpu().numpy() < rate
         for k in range(self.K):
             inc = bool(c_in[k]) if self.slots.has[0] else bool(coins[k])
             r = project(v_out[k] + d[0][k], v_out[k] + d[1][k], v_out[k], a[k], inc)
@@ -289,7 +294,7 @@ def check_fidelity(run: Any, pair: CanaryPair, world: int = 0) -> dict[str, floa
     final = run.model.final
     gap_final = 0.0
     if final is not None:
-        got = torch.cat([sim.theta[n][0].reshape(-1) for n in run.model.names]).double()
+        got = torch.cat([sim.theta[n][0].reshape(-1) for n in run.model.names]).double().cpu()
         want = torch.cat([p.reshape(-1) for p in final]).double()
         gap_final = float((got - want).norm() / max(float(want.norm()), 1e-12))
     gaps = {"clipped_sum": gap_sum, "final_parameters": gap_final}
@@ -300,13 +305,14 @@ def check_fidelity(run: Any, pair: CanaryPair, world: int = 0) -> dict[str, floa
 
 
 def simulate(run: Any, pair: CanaryPair, world: int, trials: int, seed: int,
-             block: int = 64) -> Ledger:
-    """``trials`` simulated runs in world ``world`` of ``pair``, as one replayed ledger."""
+             block: int = 64, device: str = "cpu") -> Ledger:
+    """``trials`` simulated runs in world ``world`` of ``pair``, as one replayed ledger,
+    ``block`` trials at a time on ``device``."""
     parts = []
     seeds = np.random.SeedSequence(seed).generate_state(-(-trials // block), np.uint32)
     for b, s in enumerate(seeds):
         k = min(block, trials - b * block)
-        gen = torch.Generator().manual_seed(int(s))
+        gen = torch.Generator(device=device).manual_seed(int(s))
         parts.append(Simulator(run, pair, world, k, gen).execute()[0])
     from dpverify.torch.audit import stack_ledgers
 
