@@ -1,15 +1,16 @@
 """White-box audit of the Opacus tutorial loop against the reference ``dp_sgd:sound``.
 
-Both audits run in this process at the same size: epsilon = 1 at delta = 1e-5, one epoch
-of Poisson-sampled DP-SGD over 245 records at rate 1/10 (ten steps), ``--trials`` runs per
-world, an add/remove canary. The tutorial loop (``examples/opacus_loop``: Opacus's MNIST
-convolutional network on synthetic 28 x 28 images) is audited by
-:func:`dpverify.torch.whitebox`, its trials re-executed over stacked parameters;
-``dp_sgd:sound`` (a five-feature logistic model through the curator) by
-:func:`dpverify.audit.audit_whitebox`. Reported for each: epsilon_lower, its fraction of
-the ledger's (accountant's) epsilon, and wall time; the ratio of the two wall times; and,
-with ``--runs R``, the tutorial's cost per trial when each trial calls the training
-function (``simulate=False``) against the stacked simulation.
+Both audits run in this process at the same size: epsilon = 1 at delta = 1e-5, by default
+one epoch of Poisson-sampled DP-SGD over 245 records at rate 1/10 (ten steps; ``--n``,
+``--batch``, ``--epochs``; ``--batch`` = ``--n`` gives full-batch steps, whose unsampled
+Gaussian releases the GDP bound takes), ``--trials`` runs per world, an add/remove canary.
+The tutorial loop (``examples/opacus_loop``: Opacus's MNIST convolutional network on
+synthetic 28 x 28 images) is audited by :func:`dpverify.torch.whitebox`, its trials
+re-executed over stacked parameters; ``dp_sgd:sound`` (a five-feature logistic model
+through the curator) by :func:`dpverify.audit.audit_whitebox`. Reported for each:
+epsilon_lower, its fraction of the ledger's (accountant's) epsilon, and wall time; the ratio
+of the two wall times; and, with ``--runs R``, the tutorial's cost per trial when each
+trial calls the training function (``simulate=False``) against the stacked simulation.
 
 Run: ``python benchmarks/bench_torch_loop.py [--trials 1000] [--runs 20] [--json out.json]``.
 """
@@ -25,20 +26,22 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-N, BATCH, DELTA = 245, 25, 1e-5
+DELTA = 1e-5
 
 
-def _tutorial() -> tuple[Any, Any]:
+def _tutorial(args: argparse.Namespace) -> tuple[Any, Any]:
     sys.path.insert(0, str(ROOT / "examples" / "opacus_loop"))
     import audit_loops
     import tutorial_loop as tu
 
-    config = tu.Config(epsilon=1.0, epochs=1, batch_size=BATCH)
+    config = tu.Config(epsilon=1.0, epochs=args.epochs, batch_size=args.batch,
+                       loss_reduction=args.reduction)
+    n = args.n
 
     def train(data, seed=0):
         return tu.train(data, seed, config)
 
-    return train, audit_loops.canary_pair(N)
+    return train, audit_loops.canary_pair(n)
 
 
 def timed(fn: Any) -> tuple[Any, float]:
@@ -72,12 +75,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=0, help="also time R trials by calling train")
     p.add_argument("--device", default="cpu", help="where the simulation runs (cpu, cuda)")
     p.add_argument("--block", type=int, default=64, help="simulated trials at a time")
+    p.add_argument("--n", type=int, default=245, help="records, the canary included")
+    p.add_argument("--batch", type=int, default=25, help="the loader's batch size")
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--reduction", default="mean", choices=["mean", "sum"],
+                   help="Opacus's loss_reduction (full batches: 'sum', whose divisor is 1 "
+                        "where 'mean' divides by the dataset's size)")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
-    train, pair = _tutorial()
-    steps = -(-N // BATCH)
+    train, pair = _tutorial(args)
+    per_epoch = -(-args.n // args.batch)
     rows = []
     if args.device.startswith("cuda"):
         print("device:", torch.cuda.get_device_name(), flush=True)
@@ -86,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     rows.append(row(f"tutorial loop (dpverify.torch, simulated on {args.device})", res, wall))
     res, wall = timed(lambda: audit_whitebox(
         "dp_sgd:sound", trials=args.trials,
-        params={"n": N, "T": steps, "q": 1 / steps, "epsilon": 1.0, "delta": DELTA}))
+        params={"n": args.n, "T": per_epoch * args.epochs, "q": 1 / per_epoch,
+                "epsilon": 1.0, "delta": DELTA}))
     rows.append(row("dp_sgd:sound (curator)", res, wall))
     if args.runs:
         res, wall = timed(lambda: dpt.whitebox(train, pair, (1.0, DELTA), dpt.WhiteboxPlan(

@@ -244,8 +244,9 @@ class Watched:
         """The clipped gradients of world 0's and world 1's records at the canary's slot."""
         S, clip = self.rec.slots, float(self.optimizer.max_grad_norm)
         if rows is None:
-            raise RuntimeError("a replay needs the rows of every batch; the data loader "
-                               "returned by make_private was not the one iterated")
+            self.rec.notes.append(f"release {len(self.rec.steps)}: not replayed (the batch's "
+                                  "rows are unknown: iterate the loader make_private returned)")
+            return {"skip": True}
         crit = self._criterion()
         out: dict[str, Any] = {"c_in": False, "error": None}
         # Opacus's per-sample hooks must not see the replay's forward and backward passes.
@@ -287,7 +288,7 @@ class Watched:
                       before, after, "opacus", (int(before.size),), rows=p.get("rows"),
                       drawn=p.get("drawn"), dataset_size=int(decl.dataset_size or 0),
                       hyper=_hyper(opt))
-        if self.rec.slots is not None:
+        if self.rec.slots is not None and not p.get("skip"):
             self.replay(ex, p)
         self.rec.add(ex)
 

@@ -271,8 +271,7 @@ class Recorder:
         if v.shape != a.shape:
             raise InputError(f"record_noise: value and noisy value differ in size "
                              f"({v.size} vs {a.size})")
-        rows = None if batch is None else np.asarray(torch.as_tensor(batch).cpu(),
-                                                      dtype=np.int64).reshape(-1)
+        rows = None if batch is None else _rows(batch)
         ex = Executed(mechanism.name, float(mechanism.noise_std), float(mechanism.sensitivity),
                       mechanism.clip, mechanism.sampling, float(mechanism.rate), v, a,
                       "record_noise", (int(v.size),), divisor=float(mechanism.divisor),
@@ -343,6 +342,23 @@ class Recorder:
             if self.trace:
                 rec.noise = noise.astype(np.float32)
         self.steps.append(rec)
+
+
+def _rows(batch: Any) -> np.ndarray:
+    """Row indices from a list or tensor of indices, or from a boolean mask over the rows.
+
+    Examples
+    --------
+    >>> _rows(torch.tensor([False, True, True])).tolist(), _rows([4, 0]).tolist()
+    ([1, 2], [4, 0])
+    """
+    b = torch.as_tensor(batch).cpu().reshape(-1)
+    if b.dtype == torch.bool:
+        return np.flatnonzero(b.numpy()).astype(np.int64)
+    if b.numel() and (b.is_floating_point() or b.is_complex()):
+        raise InputError(f"record_noise: batch must hold row indices or a boolean mask, got "
+                         f"{b.dtype}")
+    return b.numpy().astype(np.int64)
 
 
 def record(replay: ReplaySpec | CanaryPair | None = None, *, relation: str | None = None,
