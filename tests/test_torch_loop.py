@@ -312,6 +312,21 @@ def test_simulated_transcripts_have_the_ideal_subsampled_gaussian_loss() -> None
     assert stats.ks_2samp(loss_Dp, ideal(0.0)).pvalue > 5e-4
 
 
+def test_replace_one_pairs_replay_both_records() -> None:
+    """Record 0 swapped for the outlier: Opacus's release declares 2C under replace-one, the
+    replay moves by |g(x0) - g(canary)| <= 2C, and the simulation reproduces the run."""
+    base = _tiny_pair().D_prime
+    pair = dpt.CanaryPair.replace(base, (torch.tensor([40.0, -40.0, 40.0, -40.0]),
+                                         torch.tensor(1)), index=0)
+    run = recorded_run(_tiny_opacus_train, pair, 0, seed=0, trace=True)
+    assert run.relation == "replace_one" and run.ledger.releases[0].sensitivity == 2.0
+    sens = run.sensitivity()
+    assert 0.5 < sens.worst_ratio <= 1.0 + 1e-4 and sens.violations == 0
+    assert max(check_fidelity(run, pair, 0).values()) < 1e-5
+    led = simulate(run, pair, 0, 8, seed=1)
+    assert np.all(led.releases[0].value_D_prime[:, 1] != 0)  # two directions differ
+
+
 def test_whitebox_by_simulation_and_by_runs() -> None:
     pair = _tiny_pair()
     sim = dpt.whitebox(_tiny_opacus_train, pair, (2.0, DELTA), dpt.WhiteboxPlan(trials=40))

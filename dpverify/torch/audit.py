@@ -66,7 +66,22 @@ def call_train(train: Train, data: Any, seed: int) -> Any:
 
 def recorded_run(train: Train, pair: CanaryPair, world: int, seed: int,
                  criterion: Any = None, trace: bool = False) -> Run:
-    """One run of ``train`` on ``pair.world(world)``, recorded and replayed on the pair."""
+    """One run of ``train`` on ``pair.world(world)``, recorded and replayed on the pair.
+
+    Examples
+    --------
+    >>> from torch.utils.data import TensorDataset
+    >>> from dpverify.torch.record import Mechanism, record_noise
+    >>> def train(data):  # one noisy sum of the records, each clipped to norm 1
+    ...     q = lambda x: (x / x.norm(dim=1, keepdim=True).clamp(min=1.0)).sum(0)
+    ...     v = q(data.tensors[0])
+    ...     record_noise(v, v + torch.randn(2), Mechanism(1.0, 1.0, clip=1.0, sampling="full"),
+    ...                  batch=torch.arange(len(v)), query=q)
+    >>> pair = CanaryPair.add(TensorDataset(torch.zeros(3, 2)), (torch.tensor([3.0, 4.0]),))
+    >>> run = recorded_run(train, pair, 0, seed=0)
+    >>> round(float(run.ledger.releases[0].true_difference[0]), 5)  # clipped from 5 to 1
+    1.0
+    """
     with record(ReplaySpec(pair, world, criterion, seed), trace=trace) as rec:
         call_train(train, pair.world(world), seed)
     return rec.run
@@ -143,7 +158,7 @@ class WhiteboxPlan:
     device: str = "cpu"  # where the simulation runs
 
 
-def replayed_ledgers(train: Train, pair: CanaryPair, plan: WhiteboxPlan,
+def _replayed_ledgers(train: Train, pair: CanaryPair, plan: WhiteboxPlan,
                      firsts: tuple[Run, Run]) -> tuple[Ledger, Ledger]:
     """``plan.trials`` replayed runs of ``train`` on D and on D', stacked (the first of each
     world already made)."""
@@ -160,7 +175,7 @@ def replayed_ledgers(train: Train, pair: CanaryPair, plan: WhiteboxPlan,
     return stack_ledgers([r.ledger for r in runs[0]]), stack_ledgers([r.ledger for r in runs[1]])
 
 
-def simulated_ledgers(pair: CanaryPair, plan: WhiteboxPlan, firsts: tuple[Run, Run]
+def _simulated_ledgers(pair: CanaryPair, plan: WhiteboxPlan, firsts: tuple[Run, Run]
                       ) -> tuple[Ledger, Ledger, dict[str, Any]]:
     """``plan.trials`` simulated runs per world, after checking that the simulation
     reproduces each world's recorded run."""
@@ -173,7 +188,7 @@ def simulated_ledgers(pair: CanaryPair, plan: WhiteboxPlan, firsts: tuple[Run, R
             gaps)
 
 
-def trial_ledgers(train: Train, pair: CanaryPair, plan: WhiteboxPlan
+def _trial_ledgers(train: Train, pair: CanaryPair, plan: WhiteboxPlan
                   ) -> tuple[Ledger, Ledger, Run, dict[str, Any]]:
     """The replayed ledgers of both worlds, simulated where allowed, else by runs."""
     firsts = tuple(recorded_run(train, pair, w, plan.seed + w, plan.criterion, trace=True)
@@ -186,7 +201,7 @@ def trial_ledgers(train: Train, pair: CanaryPair, plan: WhiteboxPlan
     how: dict[str, Any] = {"trials_by": "runs"}
     if plan.simulate is not False and all(r.model is not None for r in firsts):
         try:
-            led_D, led_Dp, gaps = simulated_ledgers(pair, plan, firsts)
+            led_D, led_Dp, gaps = _simulated_ledgers(pair, plan, firsts)
             return led_D, led_Dp, firsts[0], {"trials_by": "simulation", "fidelity": gaps}
         except InputError as e:
             if plan.simulate:
@@ -194,7 +209,7 @@ def trial_ledgers(train: Train, pair: CanaryPair, plan: WhiteboxPlan
             how["simulation_refused"] = str(e)
     elif plan.simulate:
         raise InputError("simulate=True needs a run recorded through Opacus's make_private")
-    led_D, led_Dp = replayed_ledgers(train, pair, plan, firsts)
+    led_D, led_Dp = _replayed_ledgers(train, pair, plan, firsts)
     return led_D, led_Dp, firsts[0], how
 
 
@@ -208,12 +223,30 @@ def whitebox(train: Train, pair: CanaryPair, claim: tuple[float, float],
     declared sensitivity replaced by the largest true difference replayed on the pair:
     what a bound that reads the replayed sensitivities into the accountant's model (a
     parametric bound) approaches with many trials.
+
+    Examples
+    --------
+    Three unsampled Gaussian sums, whose trade-off curve the GDP bound takes:
+
+    >>> from torch.utils.data import TensorDataset
+    >>> from dpverify.torch.record import Mechanism, record_noise
+    >>> def train(data):
+    ...     q = lambda x: (x / x.norm(dim=1, keepdim=True).clamp(min=1.0)).sum(0)
+    ...     m = Mechanism(noise_std=3.0, sensitivity=1.0, clip=1.0, sampling="full")
+    ...     for t in range(3):
+    ...         v = q(data.tensors[0])
+    ...         record_noise(v, v + 3.0 * torch.randn(2), m, batch=torch.arange(len(v)),
+    ...                      query=q)
+    >>> pair = CanaryPair.add(TensorDataset(torch.zeros(3, 2)), (torch.tensor([3.0, 4.0]),))
+    >>> res = whitebox(train, pair, (2.0, 1e-5), WhiteboxPlan(trials=100))
+    >>> res.bound, res.details["trials_by"], 0.5 < res.epsilon_lower / res.epsilon_accountant <= 1
+    ('gdp', 'runs', True)
     """
     eps, delta = check_epsilon(claim[0]), check_delta(claim[1])
     plan = replace(plan, trials=int(check_positive(plan.trials, "trials", integer=True)))
     if plan.trials < 2:
         raise InputError(f"a white-box audit needs at least 2 runs per world, got {plan.trials}")
-    led_D, led_Dp, first, how = trial_ledgers(train, pair, plan)
+    led_D, led_Dp, first, how = _trial_ledgers(train, pair, plan)
     LD, VD, gD = transcript_privacy_loss(led_D)
     LP, VP, gP = transcript_privacy_loss(led_Dp)
     losses = {"loss_D": LD, "loss_D_prime": -LP,
@@ -229,7 +262,7 @@ def whitebox(train: Train, pair: CanaryPair, claim: tuple[float, float],
     n_test = plan.trials - n_sel
     details = {
         "epsilon_lower_cp": cp.epsilon, "mu_lower": mu,
-        "epsilon_replayed": replayed_epsilon(led_D, led_Dp, delta, first.relation),
+        "epsilon_replayed": _replayed_epsilon(led_D, led_Dp, delta, first.relation),
         "detectable": float(stats.epsilon_lower_bound(0, n_test, 0, n_test, delta, alpha)),
         "releases": len(led_D), "runs_total": 2 * plan.trials, "pair": pair.label,
         "relation": first.relation, **how,
@@ -247,7 +280,14 @@ def whitebox(train: Train, pair: CanaryPair, claim: tuple[float, float],
 
 def pld_epsilon(ledger: Ledger, delta: float, relation: str) -> float:
     """The ledger's epsilon by PLD alone (the RDP of sampled releases at large rates is
-    slow, and the white-box report compares with PLD)."""
+    slow, and the white-box report compares with PLD).
+
+    Examples
+    --------
+    >>> r = Release(0, "g", "gaussian", 1.0, "l2", 1.0, "full", 1.0, 4, 4, 0, (3,))
+    >>> round(pld_epsilon(Ledger([r], 4), 1e-5, "add_remove"), 3)
+    4.377
+    """
     return _pld_of_events(tuple(ledger_events(ledger, relation, "pld")), delta, relation)
 
 
@@ -272,7 +312,7 @@ def _ceil_digits(x: float, digits: int = 6) -> float:
     return math.ceil(x / unit - 1e-9) * unit
 
 
-def replayed_epsilon(led_D: Ledger, led_Dp: Ledger, delta: float, relation: str) -> float:
+def _replayed_epsilon(led_D: Ledger, led_Dp: Ledger, delta: float, relation: str) -> float:
     """The ledger's epsilon (PLD) with each release's sensitivity set to the largest true
     difference replayed in either world (its noise kept)."""
     rels = []

@@ -49,7 +49,19 @@ def uninstall(patches: list[tuple[Any, str, Any]]) -> None:
 
 
 def install(rec: Recorder) -> list[tuple[Any, str, Any]]:
-    """Patch Opacus's classes for ``rec``; nothing when Opacus is not installed."""
+    """Patch Opacus's classes for ``rec``; nothing when Opacus is not installed.
+
+    Examples
+    --------
+    >>> from opacus import PrivacyEngine
+    >>> from dpverify.torch.record import record
+    >>> before = PrivacyEngine.make_private
+    >>> with record():
+    ...     PrivacyEngine.make_private is before
+    False
+    >>> PrivacyEngine.make_private is before
+    True
+    """
     try:
         from opacus import PrivacyEngine
         from opacus.accountants import registry

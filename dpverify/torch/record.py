@@ -23,7 +23,7 @@ current state (:mod:`dpverify.torch.replay`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -420,7 +420,3 @@ def record_noise(value: Any, noisy: Any, mechanism: Mechanism, *, batch: Any = N
     if rec is not None:
         rec.record_noise(value, noisy, mechanism, batch=batch, query=query)
 
-
-def ledger_of(releases: Sequence[Release], dataset_size: int, trials: int) -> Ledger:
-    """A ledger holding ``releases`` (for stacked trials)."""
-    return Ledger(list(releases), dataset_size=dataset_size, trials=trials)
