@@ -78,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, default=245, help="records, the canary included")
     p.add_argument("--batch", type=int, default=25, help="the loader's batch size")
     p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--reference-loss", default="logistic", choices=["logistic", "linear"],
+                   help="dp_sgd:sound's loss ('linear': a canary of the same sensitivity in "
+                        "every trial, the GDP bound's exact case)")
     p.add_argument("--reduction", default="mean", choices=["mean", "sum"],
                    help="Opacus's loss_reduction (full batches: 'sum', whose divisor is 1 "
                         "where 'mean' divides by the dataset's size)")
@@ -96,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     res, wall = timed(lambda: audit_whitebox(
         "dp_sgd:sound", trials=args.trials,
         params={"n": args.n, "T": per_epoch * args.epochs, "q": 1 / per_epoch,
-                "epsilon": 1.0, "delta": DELTA}))
+                "epsilon": 1.0, "delta": DELTA, "loss": args.reference_loss}))
     rows.append(row("dp_sgd:sound (curator)", res, wall))
     if args.runs:
         res, wall = timed(lambda: dpt.whitebox(train, pair, (1.0, DELTA), dpt.WhiteboxPlan(

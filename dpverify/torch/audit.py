@@ -257,11 +257,11 @@ def whitebox(train: Train, pair: CanaryPair, claim: tuple[float, float],
                              -LP[n_sel:])
     cp = stats.bound_from_scores([split], delta=delta, alpha=alpha, method="cp")
     use_gdp = gD and gP
-    mu = gdp_mu_lower_bound_whitebox(losses, alpha)[0] if use_gdp else None
+    mu, method = gdp_mu(losses, alpha) if use_gdp else (None, None)
     lower = stats.epsilon_from_gdp(mu, delta) if use_gdp else cp.epsilon
     n_test = plan.trials - n_sel
     details = {
-        "epsilon_lower_cp": cp.epsilon, "mu_lower": mu,
+        "epsilon_lower_cp": cp.epsilon, "mu_lower": mu, "gdp_method": method,
         "epsilon_replayed": _replayed_epsilon(led_D, led_Dp, delta, first.relation),
         "detectable": float(stats.epsilon_lower_bound(0, n_test, 0, n_test, delta, alpha)),
         "releases": len(led_D), "runs_total": 2 * plan.trials, "pair": pair.label,
@@ -276,6 +276,39 @@ def whitebox(train: Train, pair: CanaryPair, claim: tuple[float, float],
                        pld_epsilon(first.ledger, delta, first.relation), delta,
                        plan.confidence, plan.trials,
                        "gdp" if use_gdp else "cp", details, evidence, assumptions)
+
+
+#: Relative spread of the replayed squared sensitivities that float32 arithmetic leaves
+#: between trials of a canary clipped to the same bound.
+V_SPREAD = 1e-4
+
+
+def gdp_mu(losses: dict[str, Any], alpha: float) -> tuple[float, str]:
+    """mu lower bound of unsampled Gaussian transcripts, and the method used.
+
+    Where the replayed squared sensitivities V agree across trials up to float32 rounding
+    (:data:`V_SPREAD`), the spread of the losses bounds sqrt(mean V) (Cochran,
+    :func:`~dpverify.audit.stats.gdp_mu_lower_bound_from_variance`), scaled by
+    sqrt(min V / max V) so that it bounds every trial's mu; otherwise
+    :func:`~dpverify.audit.whitebox.gdp_mu_lower_bound_whitebox` decides.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> V = 0.09 * (1 + 1e-7 * rng.random(8000))
+    >>> run = {"loss_D": rng.normal(0.045, 0.3, 4000), "loss_D_prime": rng.normal(-0.045, 0.3,
+    ...        4000), "V": V}
+    >>> mu, method = gdp_mu(run, 0.05)
+    >>> method, 0.28 < mu < 0.3
+    ('variance', True)
+    """
+    V = losses["V"]
+    if V is not None and V.size and np.isfinite(V).all() and V.min() > 0 \
+            and V.max() - V.min() <= V_SPREAD * V.max():
+        mu = stats.gdp_mu_lower_bound_from_variance(losses["loss_D"], losses["loss_D_prime"],
+                                                    alpha)
+        return mu * math.sqrt(V.min() / V.max()), "variance"
+    return gdp_mu_lower_bound_whitebox(losses, alpha)
 
 
 def pld_epsilon(ledger: Ledger, delta: float, relation: str) -> float:
