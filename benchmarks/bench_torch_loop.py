@@ -35,7 +35,7 @@ def _tutorial(args: argparse.Namespace) -> tuple[Any, Any]:
     import tutorial_loop as tu
 
     config = tu.Config(epsilon=1.0, epochs=args.epochs, batch_size=args.batch,
-                       loss_reduction=args.reduction)
+                       loss_reduction=args.reduction, lr=args.lr)
     n = args.n
 
     def train(data, seed=0):
@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, default=245, help="records, the canary included")
     p.add_argument("--batch", type=int, default=25, help="the loader's batch size")
     p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--lr", type=float, default=0.1, help="the tutorial's learning rate (with "
+                   "--reduction sum, divide it by the batch size)")
     p.add_argument("--reference-loss", default="logistic", choices=["logistic", "linear"],
                    help="dp_sgd:sound's loss ('linear': a canary of the same sensitivity in "
                         "every trial, the GDP bound's exact case)")

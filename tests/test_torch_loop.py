@@ -246,7 +246,7 @@ def test_opacus_replay_uses_the_executed_per_sample_gradient_of_the_canary() -> 
         return tu.train(data, seed, tu.Config(epochs=2, batch_size=15, noise_multiplier=1.0))
 
     run = recorded_run(train, pair, 0, seed=0)
-    included = [r.included[0] for r in run.ledger]
+    included = [r.included[0] for r in run.ledger.records]
     assert any(included) and run.replay_error() < 1e-4
     assert run.sensitivity().worst_ratio == pytest.approx(1.0, abs=1e-5)  # clipped at C
     other = recorded_run(train, pair, 1, seed=0)
@@ -297,7 +297,7 @@ def test_simulated_transcripts_have_the_ideal_subsampled_gaussian_loss() -> None
         assert max(gaps.values()) < 1e-5
     q, T, K = 1 / 3, 3, 600
     led = [simulate(runs[w], pair, w, K, seed=10 + w, block=200) for w in (0, 1)]
-    assert led[0].trials == K and led[0].releases[0].value_D.shape == (K, 2)
+    assert led[0].trials == K and led[0].records[0].value_D.shape == (K, 2)
     loss_D = transcript_privacy_loss(led[0])[0]
     loss_Dp = -transcript_privacy_loss(led[1])[0]
     rng = np.random.default_rng(0)
@@ -324,7 +324,7 @@ def test_replace_one_pairs_replay_both_records() -> None:
     assert 0.5 < sens.worst_ratio <= 1.0 + 1e-4 and sens.violations == 0
     assert max(check_fidelity(run, pair, 0).values()) < 1e-5
     led = simulate(run, pair, 0, 8, seed=1)
-    assert np.all(led.releases[0].value_D_prime[:, 1] != 0)  # two directions differ
+    assert np.all(led.records[0].value_D_prime[:, 1] != 0)  # two directions differ
 
 
 def test_whitebox_by_simulation_and_by_runs() -> None:

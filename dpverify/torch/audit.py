@@ -32,7 +32,7 @@ from dpverify.audit import stats
 from dpverify.audit.result import AuditResult
 from dpverify.audit.whitebox import gdp_mu_lower_bound_whitebox, transcript_privacy_loss
 from dpverify.claims import Verdict
-from dpverify.curator import Ledger, Release
+from dpverify.curator import Ledger, Release, ReplayRecord
 from dpverify.errors import InputError, check_delta, check_epsilon, check_positive
 from dpverify.sensitivity.replay import LedgerExcess
 from dpverify.torch.findings import LoopFinding
@@ -79,7 +79,7 @@ def recorded_run(train: Train, pair: CanaryPair, world: int, seed: int,
     ...                  batch=torch.arange(len(v)), query=q)
     >>> pair = CanaryPair.add(TensorDataset(torch.zeros(3, 2)), (torch.tensor([3.0, 4.0]),))
     >>> run = recorded_run(train, pair, 0, seed=0)
-    >>> round(float(run.ledger.releases[0].true_difference[0]), 5)  # clipped from 5 to 1
+    >>> round(float(run.ledger.records[0].true_difference[0]), 5)  # clipped from 5 to 1
     1.0
     """
     with record(ReplaySpec(pair, world, criterion, seed), trace=trace) as rec:
@@ -88,20 +88,21 @@ def recorded_run(train: Train, pair: CanaryPair, world: int, seed: int,
 
 
 def stack_ledgers(ledgers: Sequence[Ledger]) -> Ledger:
-    """Replayed one-trial ledgers as one ledger with a leading trial axis.
+    """Replayed ledgers of the same releases as one ledger with a leading trial axis.
 
     Examples
     --------
     >>> r = Release(0, "g", "gaussian", 1.0, "l2", 1.0, "poisson", 0.5, None, 4, 0, (3,))
-    >>> r.value_D = r.value_D_prime = r.value_out = r.answer = np.zeros((1, 2))
-    >>> r.included = np.array([True])
-    >>> L = stack_ledgers([Ledger([r], 4), Ledger([r], 4)])
-    >>> L.trials, L.releases[0].value_D.shape
+    >>> z = np.zeros((1, 2))
+    >>> one = Ledger(dataset_size=4)
+    >>> one.append(r, ReplayRecord(r, z, z, z, np.array([True]), z))
+    >>> L = stack_ledgers([one, one])
+    >>> L.trials, L.records[0].value_D.shape
     (2, (2, 2))
     """
     first = ledgers[0]
     sig = [_structure(r) for r in first]
-    out = []
+    out = Ledger(dataset_size=first.dataset_size, trials=sum(led.trials for led in ledgers))
     for i, rel in enumerate(first):
         for k, led in enumerate(ledgers):
             if len(led) != len(first) or _structure(led.releases[i]) != sig[i]:
@@ -109,13 +110,13 @@ def stack_ledgers(ledgers: Sequence[Ledger]) -> Ledger:
                     f"run {k} released {len(led)} values, run 0 {len(first)}, or release {i} "
                     "differs in its declaration: a white-box audit needs every run to make "
                     "the same releases")
-            if led.releases[i].value_D is None:
+            if led.records[i].value_D is None:
                 raise InputError(f"release {i} of run {k} was not replayed")
-        cols = {f: np.concatenate([getattr(led.releases[i], f) for led in ledgers])
-                for f in ("value_D", "value_D_prime", "value_out", "answer", "included")}
-        out.append(replace(rel, touched=None, **cols))
-    return Ledger(out, dataset_size=first.dataset_size,
-                  trials=sum(led.trials for led in ledgers))
+        stacked = replace(rel, touched=None)
+        cols = {f: np.concatenate([getattr(led.records[i], f) for led in ledgers])
+                for f in ("value_D", "value_D_prime", "value_out", "included", "answer")}
+        out.append(stacked, ReplayRecord(stacked, **cols))
+    return out
 
 
 def _structure(r: Release) -> tuple[Any, ...]:
@@ -166,8 +167,8 @@ def _replayed_ledgers(train: Train, pair: CanaryPair, plan: WhiteboxPlan,
     runs = [[firsts[w]] + [recorded_run(train, pair, w, int(seeds[2 * k + w]), plan.criterion)
                            for k in range(1, plan.trials)] for w in (0, 1)]
     first = runs[0][0]
-    if plan.trials > 1 and all(np.array_equal(r.ledger.releases[-1].answer,
-                                              first.ledger.releases[-1].answer)
+    if plan.trials > 1 and all(np.array_equal(r.ledger.records[-1].answer,
+                                              first.ledger.records[-1].answer)
                                for r in runs[0][1:]):
         raise InputError("every run of train released the same values: its randomness "
                          "does not follow the seed (take a `seed` argument, or draw from "
@@ -349,10 +350,9 @@ def _replayed_epsilon(led_D: Ledger, led_Dp: Ledger, delta: float, relation: str
     """The ledger's epsilon (PLD) with each release's sensitivity set to the largest true
     difference replayed in either world (its noise kept)."""
     rels = []
-    for a, b in zip(led_D, led_Dp, strict=True):
+    for a, b in zip(led_D.records, led_Dp.records, strict=True):
         td = float(np.max(np.concatenate([a.true_difference, b.true_difference])))
-        rels.append(replace(a, sensitivity=_ceil_digits(td), touched=None, value_D=None,
-                            value_D_prime=None, value_out=None, answer=None))
+        rels.append(replace(a.release, sensitivity=_ceil_digits(td), touched=None))
     return pld_epsilon(Ledger(rels, led_D.dataset_size), delta, relation)
 
 

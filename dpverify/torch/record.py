@@ -32,10 +32,10 @@ import scipy.stats
 import torch
 
 from dpverify.claims import check_relation
-from dpverify.curator import AMPLIFIED, SAMPLING_SCHEMES, Ledger, Release
+from dpverify.curator import AMPLIFIED, SAMPLING_SCHEMES, Ledger, Release, ReplayRecord
 from dpverify.errors import InputError
 from dpverify.torch.pair import CanaryPair, Slots
-from dpverify.torch.replay import ReplayRecord, flat, project
+from dpverify.torch.replay import Replayed, flat, project
 
 _ACTIVE: list[Recorder] = []
 
@@ -151,7 +151,7 @@ class Executed:
     drawn: int | None = None
     dataset_size: int = 0
     hyper: list[dict[str, Any]] | None = None
-    replay: ReplayRecord | None = None
+    replay: Replayed | None = None
     replay_error: float | None = None
 
 
@@ -320,19 +320,19 @@ class Recorder:
         """Write one executed release to the ledger and its step record."""
         index = len(self.ledger.releases)
         step = self._step if self._step is not None else index
-        rel = Release(index, ex.name, "gaussian", ex.sensitivity, "l2", ex.noise_std,
-                      ex.sampling, ex.rate, None if ex.sampling == "poisson" else ex.drawn,
-                      ex.dataset_size, step, ex.shape)
+        touched = None
         if ex.sampling == "shuffle" and ex.rows is not None and ex.dataset_size > 0:
             touched = np.zeros((1, ex.dataset_size), dtype=bool)
             touched[0, ex.rows[ex.rows < ex.dataset_size]] = True
-            rel.touched = touched
+        rel = Release(index, ex.name, "gaussian", ex.sensitivity, "l2", ex.noise_std,
+                      ex.sampling, ex.rate, None if ex.sampling == "poisson" else ex.drawn,
+                      ex.dataset_size, step, ex.shape, touched)
+        record = ReplayRecord(rel)
         if ex.replay is not None:
             r = ex.replay
-            rel.value_D, rel.value_D_prime = r.value_D[None], r.value_D_prime[None]
-            rel.value_out, rel.answer = r.value_out[None], r.answer[None]
-            rel.included = np.array([r.included])
-        self.ledger.releases.append(rel)
+            record = ReplayRecord(rel, r.value_D[None], r.value_D_prime[None],
+                                  r.value_out[None], np.array([r.included]), r.answer[None])
+        self.ledger.append(rel, record)
         rec = StepRecord(index, step, ex.source, ex.drawn, ex.clip, ex.noise_std, ex.divisor,
                          replay_error=ex.replay_error, hyper=ex.hyper, rows=ex.rows)
         if ex.value is not None:

@@ -10,7 +10,7 @@ each world, at the run's current state (the released history is common to both w
 * ``included``: whether the run's batch drew the canary's slot;
 * ``answer``: the noisy value the run released.
 
-These are the fields of :class:`dpverify.curator.Release` that the sensitivity report
+These are the fields of :class:`dpverify.curator.ReplayRecord` that the sensitivity report
 (:func:`dpverify.sensitivity.ledger_excess`) and the white-box audit
 (:func:`dpverify.audit.whitebox.transcript_privacy_loss`) read.
 
@@ -55,7 +55,7 @@ def flat(values: torch.Tensor | Sequence[torch.Tensor]) -> np.ndarray:
 
 
 @dataclass
-class ReplayRecord:
+class Replayed:
     """One release's replay fields, in subspace coordinates (see the module docstring)."""
 
     value_D: np.ndarray
@@ -66,7 +66,7 @@ class ReplayRecord:
 
 
 def project(v_D: np.ndarray, v_Dp: np.ndarray, v_out: np.ndarray, answer: np.ndarray,
-            included: bool) -> ReplayRecord:
+            included: bool) -> Replayed:
     """The replay fields of one release, in coordinates of span{v_D - v_out, v_Dp - v_out}.
 
     Examples
@@ -91,7 +91,7 @@ def project(v_D: np.ndarray, v_Dp: np.ndarray, v_out: np.ndarray, answer: np.nda
         out[:len(basis)] = [float(x @ e) for e in basis]
         return out
 
-    return ReplayRecord(coords(d0), coords(d1), np.zeros(WIDTH), coords(res), bool(included))
+    return Replayed(coords(d0), coords(d1), np.zeros(WIDTH), coords(res), bool(included))
 
 
 def opacus_clip(g: np.ndarray, clip: float) -> np.ndarray:

@@ -89,7 +89,7 @@ class Run:
     def sensitivity(self) -> LedgerExcess | None:
         """The worst replayed release against its declared sensitivity (``None`` if the
         run was not replayed)."""
-        if not self.replayed or not any(r.value_D is not None for r in self.ledger):
+        if not self.replayed or not any(r.value_D is not None for r in self.ledger.records):
             return None
         return ledger_excess(self.ledger, REPLAY_RTOL)
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dpverify.curator import Ledger, Release
+from dpverify.curator import Ledger, Release, ReplayRecord
 from dpverify.errors import InputError
 from dpverify.torch.pair import CanaryPair, Slots
 from dpverify.torch.replay import OPACUS_NORM_EPS, project
@@ -160,7 +160,8 @@ class Simulator:
         """Run every step for the K trials; the replayed ledger and each step's ||value||
         (trial 0)."""
         opt = self._optimizer()
-        releases, norms = [], []
+        ledger = Ledger(dataset_size=self.run.ledger.dataset_size, trials=self.K)
+        norms = []
         for t, (rel, step) in enumerate(zip(self.run.ledger, self.run.steps, strict=True)):
             _set_hyper(opt, step.hyper)
             mask = self.batch(t, rel.rate)
@@ -171,12 +172,12 @@ class Simulator:
             value = s_out + (c_in[:, None] * g[0] if g[0] is not None else 0.0)
             answer = value + self.noise(t, step.noise_std, value)
             norms.append(float(value[0].double().norm()))
-            releases.append(self._record(rel, s_out, g, answer, c_in, rel.rate))
+            ledger.append(rel, self._record(rel, s_out, g, answer, c_in, rel.rate))
             self._update(opt, answer / step.divisor)
-        return Ledger(releases, dataset_size=self.run.ledger.dataset_size, trials=self.K), norms
+        return ledger, norms
 
     def _record(self, rel: Release, s_out: torch.Tensor, g: list[torch.Tensor | None],
-                answer: torch.Tensor, c_in: torch.Tensor, rate: float) -> Release:
+                answer: torch.Tensor, c_in: torch.Tensor, rate: float) -> ReplayRecord:
         out = {k: np.empty((self.K, 2)) for k in ("value_D", "value_D_prime", "value_out",
                                                    "answer")}
         included = np.empty(self.K, dtype=bool)
@@ -191,13 +192,7 @@ class Simulator:
             for f in out:
                 out[f][k] = getattr(r, f)
             included[k] = inc
-        copy_ = Release(rel.index, rel.name, rel.mechanism, rel.sensitivity, rel.norm,
-                        rel.noise, rel.sampling, rel.rate, rel.batch_size, rel.dataset_size,
-                        rel.step, rel.shape)
-        for f, v in out.items():
-            setattr(copy_, f, v)
-        copy_.included = included
-        return copy_
+        return ReplayRecord(rel, included=included, **out)
 
     def _optimizer(self) -> torch.optim.Optimizer:
         for p in self.theta.values():
