@@ -227,14 +227,16 @@ def test_per_batch_clipping_is_caught_by_the_replay_and_per_sample_passes() -> N
     pair = audit_loops.canary_pair(250)
     ok = dpt.assert_private(_handwritten(hw.train_per_sample), claim=(8, DELTA), pair=pair)
     assert ok.sensitivity.worst_ratio <= 1.0 + 1e-4 and not ok.reasons
+    assert ok.whitebox.trials == 20 and ok.whitebox.details["trials_by"] == "runs"
     assert ok.replay_error() < 1e-5  # the replayed query reproduces every release
     with pytest.raises(AssertionError) as err:
         dpt.assert_private(_handwritten(hw.train_per_batch), claim=(8, DELTA),
-                           pair=lambda: pair)
+                           pair=lambda: pair, trials=6)
     msg = str(err.value)
     assert msg.startswith("FAIL: (8, 1e-05)-DP claimed for train_per_batch")
     assert "x its declared sensitivity on the pair" in msg
-    assert "replayed sensitivity: worst" in msg and "white-box: not run" in msg
+    assert "replayed sensitivity: worst" in msg
+    assert "white-box: epsilon_lower" in msg and "6 runs per world" in msg and "detectable" in msg
 
 
 def test_opacus_replay_uses_the_executed_per_sample_gradient_of_the_canary() -> None:
