@@ -41,6 +41,22 @@ def _is_suite(path: Path) -> bool:
     return "[[check]]" in head
 
 
+@pytest.fixture
+def assert_private(request: pytest.FixtureRequest) -> Any:
+    """:func:`dpverify.torch.assert_private` seeded by ``--dpverify-seed`` (default 0)::
+
+        def test_training_is_private(assert_private):
+            assert_private(train, claim=(8, 1e-5), pair=canary_pair)
+    """
+    pytest.importorskip("torch")
+    import functools
+
+    from dpverify.torch import assert_private as check
+
+    seed = request.config.getoption("dpverify_seed")
+    return functools.partial(check, seed=0 if seed is None else seed)
+
+
 class SuiteFile(pytest.File):
     """A suite file; loading errors surface as a collection error naming file and line."""
 
