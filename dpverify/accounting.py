@@ -282,6 +282,42 @@ def epsilon_of_event(
     return float(acc.compose(event).get_epsilon(delta))
 
 
+def unsupported_reason(events: Iterable[dpa.DpEvent], relation: str, accountant: str) -> str:
+    """Why ``accountant`` gives no epsilon for ``events`` (its NaN), in words; "" if it does.
+
+    Names the innermost event dp_accounting's accountant does not support under the
+    relation (its ``supports`` says no), e.g. its RDP accountant has no Poisson subsampling
+    under replace-one neighbours.
+
+    Examples
+    --------
+    >>> ev = dpa.PoissonSampledDpEvent(0.1, dpa.GaussianDpEvent(2.0))
+    >>> print(unsupported_reason([ev], "replace_one", "rdp"))  # doctest: +NORMALIZE_WHITESPACE
+    dp_accounting's RDP accountant does not support PoissonSampledDpEvent under
+    replace-one neighbours
+    >>> unsupported_reason([ev], "add_remove", "rdp")
+    ''
+    """
+    rel = _RELATIONS[check_relation(relation)]
+    if accountant == "pld":
+        acc: Any = PLDAccountant(neighboring_relation=rel)
+    else:
+        acc = RdpAccountant(neighboring_relation=rel)
+    todo = list(events)
+    culprit = None
+    while todo:
+        ev = todo.pop(0)
+        if acc.supports(ev):
+            continue
+        culprit = ev
+        subs = getattr(ev, "events", None) or [getattr(ev, "event", None)]
+        todo = [e for e in subs if e is not None]  # look inside the unsupported one
+    if culprit is None:
+        return ""
+    return (f"dp_accounting's {accountant.upper()} accountant does not support "
+            f"{type(culprit).__name__} under {relation.replace('_', '-')} neighbours")
+
+
 def account_events(
     events: list[dpa.DpEvent] | dict[str, list[dpa.DpEvent]], delta: float,
     relation: str = "add_remove",

@@ -560,7 +560,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     """
     parser.add_argument("target", help="a registered algorithm: name or name:variant")
     parser.add_argument("--param", action="append", default=[], metavar="K=V",
-                        help="override an algorithm parameter (repeatable)")
+                        help="override an algorithm parameter (repeatable; default: the "
+                             "algorithm's own)")
     parser.add_argument("--trials", type=int, default=None,
                         help=f"trials per backend for the distributional test "
                              f"(default {DEFAULT_TRIALS})")
@@ -580,7 +581,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="parameter set of the algorithm (default quick)")
     # dest json_path: the name the dpverify CLI's shared options use for --json.
     parser.add_argument("--json", dest="json_path", metavar="FILE", default=None,
-                        help="write the check record as JSON")
+                        help="write the check record as JSON (default: not written)")
 
 
 def parse_params(items: Sequence[str]) -> dict[str, Any]:

@@ -53,7 +53,8 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--canaries", type=int, default=1000, help="one-run: number of canaries")
     p.add_argument("--scores", choices=["output", "releases"], default="output",
                    help="one-run: score canaries on the output or on every release")
-    p.add_argument("--block-size", type=int, default=None, help="trials per seeded block")
+    p.add_argument("--block-size", type=int, default=None,
+                   help="trials per seeded block (default: the executor's)")
 
 
 def _fmt(x: float | None) -> str:

@@ -24,6 +24,7 @@ from dpverify.data import (
     PAIR_GENERATORS,
     Dataset,
     NeighbourPair,
+    as_dataset,
     make_pair,
     synthetic_classification,
 )
@@ -63,6 +64,7 @@ class AuditSetup:
     fn: Callable[..., Any] | None = None
     seed: int = 0
     backend: str = "numpy"
+    relation_given: bool = True  # False: a callable's relation is read off its pairs
 
     @property
     def registered(self) -> bool:
@@ -130,7 +132,7 @@ def prepare(
             raise InputError(f"auditing the callable {target!r} needs the claim: give "
                              "--epsilon and --delta")
         return AuditSetup(target, epsilon, delta, relation or "add_remove", params=params,
-                          fn=fn, seed=seed, backend=backend)
+                          fn=fn, seed=seed, backend=backend, relation_given=relation is not None)
     resolve(target)  # raises UnknownTargetError naming the registered algorithms
     raise UnknownTargetError(f"unknown target {target!r}")  # pragma: no cover
 
@@ -144,6 +146,10 @@ def _as_list(spec: str | Sequence[str]) -> list[str]:
 def make_pairs(setup: AuditSetup, neighbours: str | Sequence[str]) -> list[Pair]:
     """Neighbouring inputs from built-in generators or a user's ``module:function``.
 
+    For a callable target audited without a stated relation, the relation is read off the
+    user's pairs (same size: replace-one; one record more: add/remove) and the built-in
+    generators follow it; a stated relation the user's pair does not have is an error.
+
     Examples
     --------
     >>> s = prepare("noisy_gd:sound", params={"T": 3})
@@ -154,10 +160,15 @@ def make_pairs(setup: AuditSetup, neighbours: str | Sequence[str]) -> list[Pair]
     if not specs:
         raise InputError("no neighbouring-pair generator given")
     seeds = seed_streams(seed_streams(setup.seed, SEED_PAIRS + 1)[SEED_PAIRS], len(specs))
+    mine = {i: _user_pair(spec) for i, spec in enumerate(specs)
+            if not setup.registered and spec not in PAIR_GENERATORS and ":" in spec}
+    _settle_relation(setup, [p for p in mine.values() if p.pair is not None])
     out: list[Pair] = []
-    for spec, ss in zip(specs, seeds, strict=True):
+    for i, (spec, ss) in enumerate(zip(specs, seeds, strict=True)):
         rng = np.random.default_rng(ss)
-        if setup.registered:
+        if i in mine:
+            out.append(mine[i])
+        elif setup.registered:
             assert setup.problem is not None
             np_ = make_pair(spec, setup.problem.data, rng, setup.relation)
             out.append(Pair(spec, np_.D, np_.D_prime, np_))
@@ -167,24 +178,45 @@ def make_pairs(setup: AuditSetup, neighbours: str | Sequence[str]) -> list[Pair]
             base, _ = synthetic_classification(n, d, rng)
             np_ = make_pair(spec, base, rng, setup.relation)
             out.append(Pair(spec, np_.D, np_.D_prime, np_))
-        elif ":" in spec:
-            try:
-                res = load_callable(spec)()
-            except InputError:
-                raise
-            except Exception as e:
-                raise InputError(f"neighbour function {spec} raised {type(e).__name__}: "
-                                 f"{e}") from e
-            if not (isinstance(res, tuple) and len(res) == 2):
-                raise InputError(f"neighbour function {spec} must return (D, D_prime), "
-                                 f"got {type(res).__name__}")
-            pr = None
-            if isinstance(res[0], Dataset) and isinstance(res[1], Dataset):
-                pr = NeighbourPair.from_datasets(res[0], res[1], spec)
-            out.append(Pair(spec, res[0], res[1], pr))
         else:
             make_pair(spec, Dataset(np.zeros((1, 1)), np.zeros(1)), rng)  # raises, naming all
     return out
+
+
+def _user_pair(spec: str) -> Pair:
+    """Call a user's pair function; its datasets (or ``(X, y)`` tuples, or arrays) give the
+    relation, while the target receives exactly what the function returned."""
+    try:
+        res = load_callable(spec)()
+    except InputError:
+        raise
+    except Exception as e:
+        raise InputError(f"neighbour function {spec} raised {type(e).__name__}: {e}") from e
+    if not (isinstance(res, tuple) and len(res) == 2):
+        raise InputError(f"neighbour function {spec} must return (D, D_prime), "
+                         f"got {type(res).__name__}")
+    try:
+        D, D2 = as_dataset(res[0]), as_dataset(res[1])
+    except (TypeError, ValueError, InputError):  # objects of the user's own: no relation
+        return Pair(spec, res[0], res[1], None)
+    return Pair(spec, res[0], res[1], NeighbourPair.from_datasets(D, D2, spec))
+
+
+def _settle_relation(setup: AuditSetup, pairs: Sequence[Pair]) -> None:
+    found = {p.pair.relation: p.label for p in pairs if p.pair is not None}
+    if setup.relation_given:
+        wrong = {r: lab for r, lab in found.items() if r != setup.relation}
+        if wrong:
+            rel, lab = next(iter(wrong.items()))
+            raise InputError(f"--relation {setup.relation}, but the pair from {lab} is "
+                             f"{rel.replace('_', '-')} (sizes tell: same size is replace-one, "
+                             f"one record more is add/remove)")
+        return
+    if len(found) > 1:
+        raise InputError(f"the pairs given mix relations ({sorted(found)}): audit them "
+                         "separately or state --relation")
+    if found:
+        setup.relation = next(iter(found))
 
 
 def executor_kwargs(execution: Execution | None) -> dict[str, Any]:

@@ -56,7 +56,8 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    help="neighbouring relation (default: the claim's)")
     p.add_argument("--no-auc-test", action="store_true",
                    help="judge by the ROC test alone (all of alpha)")
-    p.add_argument("--block-size", type=int, default=None, help="trials per seeded block")
+    p.add_argument("--block-size", type=int, default=None,
+                   help="trials per seeded block (default: the executor's)")
 
 
 def _fmt(x: float | None) -> str:

@@ -20,11 +20,16 @@ from dpverify.report.paper import (
     summary_rows,
     utility_text,
     verdict_cell,
+    verdict_words,
 )
 
 DISCLAIMER = ("PASS means no evidence of violation at the check's level, not a proof of "
-              "privacy. On a `paper` variant (the algorithm as printed) a FAIL is the harness "
-              "finding the defect the text carries; on a `sound` variant it would be a bug.")
+              "privacy. On a `paper` variant (the algorithm as printed) a FAIL of a privacy "
+              "check is the harness finding the defect the text carries; on a `sound` variant "
+              "a privacy FAIL would be a bug. A rate check tests a stated utility theorem, "
+              "not the variant's privacy: its FAIL names the claim the measurements refute "
+              "(the paper's own rate at the schedule it states, or another paper's bound), "
+              "and an INCONCLUSIVE says why the grid could not decide.")
 
 
 def cell(text: Any) -> str:
@@ -123,7 +128,7 @@ def render_markdown(rep: Mapping[str, Any], doc: Document | None = None) -> str:
                   "|---|---|---|---|---|---|---|"]
         for r in rows:
             lines.append(f"| {r.group} | {r.algorithm} | `{r.target}` | {r.kind} | "
-                         f"{verdict_cell(r.privacy)} | {verdict_cell(r.rate)} | "
+                         f"{verdict_cell(r.privacy)} | {cell(r.rate_words)} | "
                          f"{verdict_cell(r.agreement)} |")
         lines.append("")
     regressions = rep.get("regressions") or []
@@ -158,7 +163,7 @@ def render_markdown(rep: Mapping[str, Any], doc: Document | None = None) -> str:
                 r = c.record
                 cmds = "; ".join(f"`{x}`" for x in c.commands)
                 desc = f"*{str(r['description']).rstrip('.')}.* " if r.get("description") else ""
-                lines.append(f"- **{c.id}**: {r.get('verdict')} (expected {r.get('expected')}, "
+                lines.append(f"- **{c.id}**: {verdict_words(r)} (expected {r.get('expected')}, "
                              f"{r.get('seconds', 0):.1f} s). {desc}{c.statement.text()}"
                              + (f" Reproduce: {cmds}." if cmds else ""))
             findings = a.findings

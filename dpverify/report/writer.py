@@ -89,6 +89,8 @@ def report_dict(run: Any, regressions: list[str] | None = None) -> dict[str, Any
                    for i, s in enumerate(run.suites)],
         "summary": summarize(checks),
         "regressions": list(regressions or []),
+        **({"param_overrides": jsonable(run.param_overrides)}
+           if getattr(run, "param_overrides", None) else {}),
         "algorithms": jsonable(algos),
         "checks": checks,
     }
