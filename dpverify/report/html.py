@@ -33,6 +33,7 @@ from dpverify.report.paper import (
     utility_text,
     verdict_words,
 )
+from dpverify.report.registers import coverage_sentence
 
 #: Longest raw evidence shown per check, in characters (the JSON report has all of it).
 EVIDENCE_CHARS = 6000
@@ -66,6 +67,9 @@ nav ul{font-size:13px;margin:2px 0}nav details ul{columns:2}nav li{break-inside:
 nav summary{cursor:pointer}nav .v{font-size:11px;padding:0 4px}.note{color:#7a5b00}
 .desc{font-style:italic;color:#333;margin:2px 0}.vnote{font-weight:400;font-size:13px}
 ol.findings li{margin-bottom:8px}
+.register summary{cursor:pointer;margin:6px 0}.status{font-size:12.5px}
+.status-verified,.status-confirmed{color:#17622a}.status-refuted,.status-unexpected{color:#9b1c13}
+.status-inconclusive,.status-not-run{color:#7a5b00}
 """
 
 
@@ -228,6 +232,25 @@ def _check_html(c: CheckView, fmt_: str | None) -> str:
     return "\n".join(out)
 
 
+def _register_html(g: GroupView, ids: set[str]) -> str:
+    """The paper's claims register: each claim, where it is stated, its checks and status."""
+    rows = []
+    for r in g.register:
+        e = r.entry
+        kind = str(e.get("kind", "")) + (f" in {e['variable']}" if e.get("variable") else "")
+        links = ", ".join(f'<a href="#{anchor("c", c)}">{_e(c)}</a>' if c in ids
+                          else f"<code>{_e(c)}</code>" for c in r.checks)
+        rows.append(f'<tr><td><b>{_e(e.get("id"))}</b> {_e(e.get("claim"))}</td>'
+                    f"<td>{_e(e.get('source'))}</td><td>{_e(kind)}</td><td>{links}</td>"
+                    f'<td class="status status-{_e(r.status.replace(" ", "-"))}">'
+                    f"{_e(r.status)}{': ' + _e(r.detail) if r.detail else ''}</td></tr>")
+    return (f'<details open class="register"><summary><b>Claims register.</b> '
+            f"{_e(coverage_sentence(g.register))}</summary>"
+            '<table class="register"><thead><tr><th>claim</th><th>source</th><th>kind</th>'
+            "<th>checks</th><th>status</th></tr></thead><tbody>" + "".join(rows)
+            + "</tbody></table></details>")
+
+
 def _contents(doc: Document) -> str:
     """The table of contents: each group, and in it a link to every check (folded per
     group, with its verdict), so any check is two clicks away."""
@@ -310,6 +333,8 @@ def render_html(rep: Mapping[str, Any], *, plot_format: str = "svg",
     for g in doc.groups:
         parts.append(f'<section class="group" id="{anchor("g", g.key)}">'
                      f"<h2>{_e(group_heading(g))}</h2>")
+        if g.register:
+            parts.append(_register_html(g, {c.id for c in g.checks}))
         if fmt_ is not None:
             parts.append(_group_epsilons(g, fmt_))
         for a in g.algorithms:

@@ -22,6 +22,7 @@ from dpverify.report.paper import (
     verdict_cell,
     verdict_words,
 )
+from dpverify.report.registers import RegisterRow, coverage_sentence
 
 DISCLAIMER = ("PASS means no evidence of violation at the check's level, not a proof of "
               "privacy. On a `paper` variant (the algorithm as printed) a FAIL of a privacy "
@@ -138,6 +139,8 @@ def render_markdown(rep: Mapping[str, Any], doc: Document | None = None) -> str:
         lines.append("")
     for g in doc.groups:
         lines += [f"## {group_heading(g)}", ""]
+        if g.register:
+            lines += register_lines(g.register)
         for a in g.algorithms:
             lines += [f"### {a.name}", ""]
             if a.source or a.description:
@@ -174,3 +177,25 @@ def render_markdown(rep: Mapping[str, Any], doc: Document | None = None) -> str:
     lines += ["## Versions", ""]
     lines += [f"- {k}: {v}" for k, v in (rep.get("packages") or {}).items() if v]
     return "\n".join(lines) + "\n"
+
+
+def register_lines(rows: list[RegisterRow]) -> list[str]:
+    """A paper's claims register as a Markdown table, led by its coverage.
+
+    Examples
+    --------
+    >>> r = RegisterRow({"id": "T1", "claim": "rate", "source": "Thm 1", "kind": "utility",
+    ...                  "variable": "n", "checks": ["a.rate.n"]}, "verified", "1 check(s)")
+    >>> register_lines([r])[4]
+    '| **T1** rate | Thm 1 | utility in n | `a.rate.n` | verified: 1 check(s) |'
+    """
+    out = [f"**Claims register.** {coverage_sentence(rows)}", "",
+           "| claim | source | kind | checks | status |", "|---|---|---|---|---|"]
+    for r in rows:
+        e = r.entry
+        kind = str(e.get("kind", "")) + (f" in {e['variable']}" if e.get("variable") else "")
+        checks = ", ".join(f"`{c}`" for c in r.checks)
+        status = r.status + (f": {r.detail}" if r.detail else "")
+        out.append(f"| **{e.get('id')}** {cell(e.get('claim'))} | {cell(e.get('source'))} | "
+                   f"{cell(kind)} | {checks} | {cell(status)} |")
+    return [*out, ""]

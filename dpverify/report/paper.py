@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dpverify.report.registers import RegisterRow, register_rows
+
 #: Check kinds that test the privacy claim (their verdicts make the "privacy" column).
 PRIVACY_KINDS = ("account", "audit", "sensitivity", "mia")
 RATE_KINDS = ("rate",)
@@ -785,6 +787,7 @@ class GroupView:
     key: str
     title: str
     algorithms: list[AlgorithmView] = field(default_factory=list)
+    register: list[RegisterRow] = field(default_factory=list)
 
     @property
     def checks(self) -> list[CheckView]:
@@ -879,6 +882,10 @@ def build_document(rep: Mapping[str, Any]) -> Document:
         if ids.count(chk.get("id")) > 1:  # one id in two suites: the page needs unique ids
             record["id"] = f"{chk.get('id')}@{suite_path_of(chk, rep) or '?'}"
         v.checks.append(CheckView(record, statement(chk, info), reproduce(chk, rep)))
+    registers = rep.get("registers") or {}
+    for key, entries in registers.items():
+        if key in groups:
+            groups[key].register = register_rows(entries, rep.get("checks") or [])
     ordered = sorted(groups.values(), key=lambda g: _group_sort_key(g.key))
     return Document(rep, ordered)
 
