@@ -48,10 +48,15 @@ def _init_worker() -> None:
 
 
 def _run_one(spec: CheckSpec, ctx: RunContext) -> tuple[CheckResult, str]:
-    from dpverify.executors import single_threaded_blas
+    from dpverify.executors import shutdown, single_threaded_blas
 
-    with single_threaded_blas():
-        return run_counting_warnings(spec, ctx), f"process {os.getpid()}"
+    try:
+        with single_threaded_blas():
+            return run_counting_warnings(spec, ctx), f"process {os.getpid()}"
+    finally:
+        # A pool the check started (its own ``workers``) would keep this worker process,
+        # and with it the whole run, from exiting.
+        shutdown()
 
 
 #: Most distinct warnings kept per check (the count covers them all).
