@@ -1,0 +1,3 @@
+"""Paper 004's claims register (filled below)."""
+
+REGISTER: tuple = ()
