@@ -59,6 +59,38 @@ def _replace_one_finding(where: str, true_cost: str, detected: tuple[str, ...]) 
     )
 
 
+# Every printed algorithm clips nothing: its privacy rests on f being L0-Lipschitz (and,
+# for Algorithm 1, L1-smooth) wherever a record may lie.
+def _unclipped_finding(where: str, detected: tuple[str, ...]) -> Finding:
+    return Finding(
+        f"{where}; the printed algorithm clips nothing, so on a loss that is Lipschitz "
+        "only near the data a record far from the others moves the mean gradient (and a "
+        "difference of gradients) far beyond the declared sensitivity",
+        source=PAPER, detected_by=detected)
+
+
+# The unclipped findings show on a loss Lipschitz only near the data (tail = "power":
+# r^p/p everywhere), under add/remove where the paper's L0/n is otherwise right.
+_UNBOUNDED = {"tail": "power", "relation": "add_remove"}
+
+
+def _unbounded_configs(params: dict[str, Any]) -> dict[str, CheckConfig]:
+    """Sensitivity and white-box configurations that isolate the unclipped finding."""
+    p = {**_UNBOUNDED, **params}
+    # One far record moves the mean gradient by orders of magnitude more than declared:
+    # two canaries and 50 transcripts show it.
+    return {
+        "sensitivity": CheckConfig(
+            params=p, options={"search": "canaries", "neighbours": ("outlier", "opposed"),
+                               "random_pairs": 0}, suffix="unbounded",
+            description="add/remove, on a loss Lipschitz only near the data: the unclipped "
+                        "finding alone"),
+        "audit.whitebox": whitebox("outlier", 50, thorough=200, params=p, suffix="unbounded",
+                                   description="add/remove, a far record, on a loss "
+                                               "Lipschitz only near the data"),
+    }
+
+
 # Algorithm 1 ---------------------------------------------------------------------------
 
 KAPPA1_PROBLEM = {"kappa": 1.0, "huber_delta": 1.0, "radius": 1.25}
@@ -82,6 +114,8 @@ SPIDER_FINDINGS = (
             "with the paper's sensitivities (about 0.53 rho). Lemma 8 also assumes f "
             "Lipschitz and smooth on B_B(w*) (line 402) while Lemma 1 confines the iterates "
             "to B_B(w0) (line 122)", source=PAPER),
+    _unclipped_finding("Lemma 8 assumes f L0-Lipschitz and L1-smooth (line 402; notes "
+                       "P6, P7)", ("sensitivity", "audit.whitebox")),
     Finding("The inner loop runs while t <= T_k (line 89) with a difference query after "
             "every step (line 92): floor(T_k) + 1 difference queries per round, while "
             "Lemma 8 counts at most T_k (line 406); line 17 continues from w_{k,t-1}, "
@@ -99,6 +133,9 @@ _ADD_REMOVE_CONTROL = ("under add/remove the paper's L0/n is the true sensitivit
 _SMALL_KAPPA = {"d": 2, "rho": 16.0, "c_K": 4.0}
 _SMALL_KAPPA_BATTERY = Battery(_SMALL_KAPPA, {
     "audit.whitebox": whitebox(OPPOSED_D2), "audit.blackbox": blackbox(OPPOSED_D2)})
+
+# kappa = 1.5 (p = 3: neither Lipschitz nor smooth off the data) with difference queries.
+_SPIDER_UNBOUNDED = _unbounded_configs({"kappa": 1.5, **_SMALL_KAPPA})
 
 KL_SPIDER = Algorithm(
     name="kl_spider",
@@ -143,10 +180,12 @@ KL_SPIDER = Algorithm(
             battery=Battery(checks={
                 "sensitivity": (sensitivity(finite=True), sensitivity(
                     finite=True, params={"relation": "add_remove"}, suffix="add_remove",
-                    expected="PASS", reason=_ADD_REMOVE_CONTROL)),
+                    expected="PASS", reason=_ADD_REMOVE_CONTROL),
+                    _SPIDER_UNBOUNDED["sensitivity"]),
                 "audit.whitebox": (whitebox(trials=300), whitebox(
                     "outlier", trials=300, params={"relation": "add_remove"},
-                    suffix="add_remove", expected="PASS", reason=_ADD_REMOVE_CONTROL)),
+                    suffix="add_remove", expected="PASS", reason=_ADD_REMOVE_CONTROL),
+                    _SPIDER_UNBOUNDED["audit.whitebox"]),
                 "audit.blackbox": blackbox(description=BLACKBOX_BLIND),
             }),
         ),
@@ -230,7 +269,9 @@ PROX_POINT = Algorithm(
     },
     quick={},
     thorough={"n": 5000, "T_in_max": 200},
-    battery=Battery({"n": 100}, {
+    # T_in_max pinned: the thorough default's 200 inner steps would make every audit 20x
+    # slower without changing what it checks (sigma follows the T_in that runs).
+    battery=Battery({"n": 100, "T_in_max": 10}, {
         "sensitivity": sensitivity(), "audit.whitebox": whitebox(),
         "audit.blackbox": blackbox(), "agree": agree()}),
 )
@@ -258,6 +299,9 @@ ADAPTIVE_FINDINGS = (
         "L0/n') charges (L0/(n sigma))^2 per release;",
         "twice the charge of line 244, up to 2 rho for a run the filter stops at rho",
         ("sensitivity", "audit.whitebox")),
+    _unclipped_finding("Theorem 3 assumes f Lipschitz (line 252) and so does every "
+                       "release's sensitivity (Appendix D.2, line 658; notes P7)",
+                       ("sensitivity", "audit.whitebox")),
 )
 
 
@@ -276,6 +320,8 @@ _P1_ACCOUNT = (
 _P1_WHITEBOX = (whitebox(OPPOSED_D1, params=STATIONARY_AUDIT, suffix="stationary_start",
                          description="P1 and the replace-one error at once: started at "
                                      "the data centre, on the opposed pair"),)
+
+_ADAPTIVE_UNBOUNDED = _unbounded_configs({})
 
 ADAPTIVE_NOISY_GD = Algorithm(
     name="adaptive_noisy_gd",
@@ -321,8 +367,8 @@ ADAPTIVE_NOISY_GD = Algorithm(
                 "sensitivity": (sensitivity(finite=True), sensitivity(
                     finite=True, params={"relation": "add_remove"}, suffix="add_remove",
                     expected="PASS", reason=_ADD_REMOVE_CONTROL + " (P1 is not a "
-                    "sensitivity error)")),
-                "audit.whitebox": _P1_WHITEBOX,
+                    "sensitivity error)"), _ADAPTIVE_UNBOUNDED["sensitivity"]),
+                "audit.whitebox": (*_P1_WHITEBOX, _ADAPTIVE_UNBOUNDED["audit.whitebox"]),
                 "audit.blackbox": blackbox(description=BLACKBOX_BLIND),
             }),
         ),
@@ -405,8 +451,8 @@ ADAPTIVE_NOISY_GD_SELECT = Algorithm(
 # F~ = F + L1~ ||w - w0||^2, once T_in = n^2 rho log^2(2/beta)/d steps are run.
 NOISY_GD_004_UTILITY = UtilityClaim(
     quantity="excess_risk",
-    exponents={"n": -2.0, "d": 1.0, "rho": -1.0},
-    log_factors=("log(n**2/d)",),
+    exponents={"n": -2.0, "d": 1.0, "rho": -1.0, "L1_tilde": -1.0},
+    log_factors=("log(n**2*log(2/beta)**2/(d*beta))",),
     sided="upper",
     regime=("n*sqrt(rho) >= sqrt(d)",),
     source="paper 004, Theorem 9",
@@ -438,7 +484,7 @@ NOISY_GD_004 = Algorithm(
     },
     quick={},
     thorough={"n": 5000, "T_in_max": 5000},
-    battery=Battery({"n": 100}, {
+    battery=Battery({"n": 100, "T_in_max": 200}, {
         "sensitivity": sensitivity(), "audit.whitebox": whitebox(),
         "audit.blackbox": blackbox(), "agree": agree()}),
 )

@@ -49,7 +49,7 @@ def whitebox(pair: str = OPPOSED, trials: int = 200, *, thorough: int = 2000,
                        thorough={"trials": thorough}, **kw)
 
 
-def blackbox(pair: str = OPPOSED, trials: int = 1000, *, thorough: int = 10000,
+def blackbox(pair: str = OPPOSED, trials: int = 500, *, thorough: int = 10000,
              **kw: Any) -> CheckConfig:
     """Distinguishing tests on the outputs of ``pair``'s two datasets."""
     return CheckConfig(options={"neighbours": pair, "trials": trials},
