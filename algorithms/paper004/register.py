@@ -20,6 +20,8 @@ __all__ = ["REGISTER"]
 
 T = "test:tests/test_paper004.py::"
 S = "test:tests/test_suite_004.py::"
+# At the paper's constants, where the schedule's floor is below F0 (n sqrt(rho) = 2e4).
+U234 = T + "test_theorem_1_bound_and_lemmas_2_and_9_hold_at_the_papers_constants"
 
 _PRIVACY = (
     E("T1.privacy", "Algorithm 1 (KL Spider) as printed is rho-zCDP", "Theorem 1, line 108",
@@ -171,23 +173,12 @@ _UNIT = (
       "true one plus the released noise", "Algorithm 1, lines 13-14; notes 7, U1",
       "invariant", (T + "test_difference_query_telescopes_without_clipping",)),
     E("U2", "Lemma 2: the tracked gradient's error is at most Phi_k^(1/kappa)/(8 gamma) "
-      "w.p. 1 - beta", "Lemma 2, line 128; notes 7, U2", "invariant",
-      untestable="non-vacuous only where the schedule's floor is below F0, which with the "
-      "paper's c_floor = 32 at d = 5, rho = 1 needs n >= 1e5 (notes 3.1: floor 0.89 F0 at "
-      "n = 1e4, 1.2e-2 at 1e5); the event needs the answers of all K = 661 rounds replayed "
-      "for >= 20 runs at n = 1e5: 1.3e3 releases x 2e6 record-coordinates x 20 runs = "
-      "5e10 operations per world, beyond a unit test's seconds"),
+      "w.p. 1 - beta", "Lemma 2, line 128; notes 7, U2", "invariant", (U234,)),
     E("U3", "Lemma 9: each KL Spider update decreases F by Phi_k^(2/kappa)/(64 gamma^2 L1)",
-      "Lemma 9, line 412; notes 7, U3", "invariant",
-      untestable="holds on Lemma 2's event, which needs n >= 1e5 at the paper's constants "
-      "(see U2)"),
+      "Lemma 9, line 412; notes 7, U3", "invariant", (U234,)),
     E("U4", "Theorem 1's explicit bound: the final excess is at most the floor "
       "(32 gamma L0 sqrt(K d log(1/beta'))/(n sqrt(rho)))^kappa", "Theorem 1, line 110; "
-      "notes 7, U4", "invariant",
-      untestable="with c_floor = 32 the floor equals F0 (the bound is the start's own "
-      "excess) for n < 1e4 at d = 5, rho = 1; it becomes informative at n >= 1e5, where "
-      "K = 661 full-batch rounds of 1e5 records per run cost ~7e8 operations per run; the "
-      "rate checks fit the same floor's shape (n, d, rho) with c_floor = 1"),
+      "notes 7, U4", "invariant", (U234,)),
     E("U5", "Lemma 1: every iterate stays within sum_k T_k s_k of w0 (probability 1)",
       "Lemma 1, line 122; notes 7, U5", "invariant",
       (T + "test_spider_steps_have_the_public_length",)),
