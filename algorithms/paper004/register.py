@@ -232,8 +232,9 @@ _UTILITY = (
       "/d steps per call: with T ~ 150 calls (kappa = 3, n sqrt(rho)/sqrt(d) ~ 100, where "
       "the bound is below F0) that is ~6e3 steps per call and ~9e5 per run, growing as "
       "n^2: >= 1e7 sequential full-batch steps per seed and sweep, an hour of CPU per "
-      "seed. With T_in capped (10-30) the subproblem error L0^2/(L1~ T_in) does not fall "
-      "with n: on the point-mass power problem (kappa = 3, spread 0) the measured n-slope "
+      "seed (a GPU batches the seeds but not the steps: at ~50 us a step, ~1e3 s a "
+      "sweep). With T_in capped (10-30) the subproblem error L0^2/(L1~ T_in) does not "
+      "fall with n: on the point-mass power problem (kappa = 3, spread 0) the measured n-slope "
       "is -2.0 (T_in = 10) and -2.4 (T_in = 30), n = 125..2000: the cap, not the theorem"),
     *_rates("T4", "adaptive_noisy_gd.sound", "Theorem 4, line 266", ("n", "d", "rho"),
             kappa="2"),
