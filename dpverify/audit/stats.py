@@ -439,6 +439,10 @@ class ThresholdBound:
     alpha: float
     label: str = ""
     anticipated: float = 0.0
+    # Which exact statistic bounded the counts (see dpverify.audit.selection) and, for the
+    # conditional one, which world the event was evidence for ("both" for a rectangle).
+    statistic: str = "clopper_pearson"
+    orientation: str = "both"
 
     @property
     def fpr_upper(self) -> float:
