@@ -81,9 +81,12 @@ def _counts(pos: np.ndarray, neg: np.ndarray, th: np.ndarray) -> tuple[np.ndarra
     return stats.tail_counts(np.sort(pos), th), stats.tail_counts(np.sort(neg), th)
 
 
-def _rate(k: np.ndarray, n: int, level: float, side: str) -> np.ndarray:
-    if level >= POINT_LEVEL:  # a point estimate kept off 0 and 1 (Jeffreys' prior mean)
-        return (k + 0.5) / (n + 1.0)
+def _rate(k: np.ndarray, n: int, level: float, side: str, *, raw: bool = False) -> np.ndarray:
+    """A rate read pessimistically (a Clopper-Pearson bound on ``side``) or, at
+    :data:`POINT_LEVEL`, as a point estimate: kept off 0 and 1 by Jeffreys' prior mean
+    unless ``raw`` (where a rate of exactly 0 must stay 0)."""
+    if level >= POINT_LEVEL:
+        return k / max(n, 1) if raw else (k + 0.5) / (n + 1.0)
     return np.asarray(stats.clopper_pearson(k, max(n, 1), level, side), dtype=float)
 
 
@@ -94,9 +97,11 @@ def anticipate_conditional(
     """The conditional bound an event anticipates on a test split of sizes ``n1``, ``n0``.
 
     ``x1`` of ``m1`` selection runs on the world the event is evidence for fell in it,
-    ``x0`` of ``m0`` on the other. The rates are read pessimistically at ``level`` and put
-    through the normal approximation of :func:`dpverify.audit.stats.
-    epsilon_lower_bound_conditional` (Woolf's standard error of the log odds ratio).
+    ``x0`` of ``m0`` on the other. The rates are read pessimistically at ``level`` (p1
+    low, p0 high, and p0 low where delta / p0 enters: with delta > 0 a rate that may be 0
+    proves nothing) and put through the normal approximation of
+    :func:`dpverify.audit.stats.epsilon_lower_bound_conditional` (Woolf's standard error
+    of the log odds ratio).
 
     Examples
     --------
@@ -115,7 +120,8 @@ def anticipate_conditional(
         psi = np.exp(log_psi - z1 * se)
         sd0 = np.sqrt(p0 * (1 - p0) / n0)
         p_up = np.minimum(p0 + z2 * sd0, 1.0)
-        p_lo = np.maximum(p0 - z2 * sd0, 0.0) if delta > 0 else np.ones_like(p0)
+        low = np.clip(_rate(x0, m0, level, "lower", raw=True), 0.0, 1.0)
+        p_lo = np.maximum(low - z2 * np.sqrt(low * (1 - low) / n0), 0.0) if delta > 0 else 1.0
         R = (psi * (1.0 - delta) - delta * (1.0 - p_up) / p_lo) / (1.0 - p_up + psi * p_up)
         eps = np.log(R)
     return np.where(np.isfinite(eps) & (eps > 0), eps, 0.0)
@@ -126,6 +132,7 @@ def anticipate_conditional(
 # 1.6 on Laplace ones from 10^4 runs).
 SMOOTH_MIN_POINTS = 20
 SMOOTH_MAX_RMS = 1.5
+SMOOTH_MIN_THRESHOLDS = 300  # of the ~520 quantile levels: a score with few atoms has fewer
 
 
 def binormal_roc(a1: np.ndarray, n1: int, a0: np.ndarray, n0: int,
@@ -206,7 +213,10 @@ def _anticipations(s: Selection, sign: float, statistic: str, *, delta: float, a
     th = stats.candidate_thresholds(pos, neg)
     a1, a0 = _counts(pos, neg, th)
     n1, n0 = pos.size, neg.size
-    fit = binormal_roc(a1, n1, a0, n0) if delta > 0 else None
+    # Only a continuous score has a smooth ROC to fit: atoms (tables of patterns or
+    # bits) carry their evidence in exact zeros that a model would fill in.
+    fit = (binormal_roc(a1, n1, a0, n0)
+           if delta > 0 and th.size >= SMOOTH_MIN_THRESHOLDS else None)
     if fit is not None:  # the model's TPR at each threshold's (point) FPR
         a1 = n1 * sstats.norm.sf(fit[0] + fit[1] * sstats.norm.isf((a0 + 0.5) / (n0 + 1.0)))
         level = POINT_LEVEL
@@ -241,22 +251,40 @@ def plan_tests(selections: Sequence[Selection], *, delta: float, alpha: float,
     >>> plan_tests(sel, delta=1e-5, alpha=0.05)[0].sign  # D scores lower: reversed
     -1.0
     """
+    top_k = int(top_k)
+    if top_k < 1:
+        raise InputError(f"top_k must be >= 1, got {top_k}")
+    return rank_tests(selections, delta=delta, alpha=alpha / top_k, method=method,
+                      keep=top_k, level=level)[:top_k]
+
+
+def rank_tests(selections: Sequence[Selection], *, delta: float, alpha: float,
+               method: str = "cp", keep: int = 1,
+               level: float = SELECT_LEVEL) -> list[PlannedTest]:
+    """The ``keep`` best tests of every candidate, sign, statistic and orientation, best first.
+
+    ``alpha`` is the level each test will be bounded at.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> sel = [Selection(str(j), rng.normal(j, 1, 2000), rng.normal(0, 1, 2000), 8000, 8000)
+    ...        for j in range(3)]
+    >>> rank_tests(sel, delta=0.0, alpha=0.05)[0].candidate  # the largest shift
+    2
+    """
     if not selections:
         raise InputError("no candidate tests to bound")
     if method not in STATISTICS:
         raise InputError(f"bound method must be 'cp' or 'gdp', got {method!r}")
-    top_k = int(top_k)
-    if top_k < 1:
-        raise InputError(f"top_k must be >= 1, got {top_k}")
-    a = alpha / top_k
     ranked: list[PlannedTest] = []
     for ci, s in enumerate(selections):
         for sign in (1.0, -1.0):
             for statistic in STATISTICS[method]:
-                ranked.extend(_best_of(ci, s, sign, statistic, delta=delta, alpha=a,
-                                       level=level, keep=top_k))
+                ranked.extend(_best_of(ci, s, sign, statistic, delta=delta, alpha=alpha,
+                                       level=level, keep=keep))
     ranked.sort(key=lambda p: (-p.anticipated, -p.fallback))
-    return ranked[:top_k]
+    return ranked
 
 
 def _best_of(ci: int, s: Selection, sign: float, statistic: str, *, delta: float,
