@@ -93,16 +93,24 @@ class _Run:
     setup: AuditSetup
     pairs: list[Pair]
     sizes: tuple[int, int, int]  # fit, select, test runs per dataset
-    streams: list[tuple[np.random.SeedSequence, ...]]  # per pair: search D, D', test D, D'
+    # Per pair and world: the seeds of the search rounds and of the test runs.
+    streams: list[tuple[np.random.SeedSequence, ...]]
     block_size: int | None
     execution: Execution | None
     shapes: dict[str, list[int]] = field(default_factory=dict)
     ranked: list[selection.PlannedTest] = field(default_factory=list)
+    search_runs: dict[int, int] = field(default_factory=dict)  # per pair, per dataset
 
-    def draw(self, pi: int, world: int, n: int, stage: int) -> np.ndarray:
+    def draw(self, pi: int, world: int, n: int, stage: str) -> np.ndarray:
+        """``n`` runs of pair ``pi`` on D (world 0) or D' (1), stage ``search``,
+        ``extend`` (the second search round) or ``test``."""
         pr = self.pairs[pi]
-        return sample(self.setup, pr.D if world == 0 else pr.D_prime, n,
-                      self.streams[pi][2 * stage + world], self.block_size, self.execution)
+        ss = self.streams[pi][2 * STAGES.index(stage) + world]
+        return sample(self.setup, pr.D if world == 0 else pr.D_prime, n, ss, self.block_size,
+                      self.execution)
+
+
+STAGES = ("search", "extend", "test")
 
 
 def audit_blackbox(
@@ -211,30 +219,111 @@ def _start(setup: AuditSetup, pairs: list[Pair], trials: int, splits: Sequence[f
     streams = []
     for ss in seed_streams(root, len(pairs)):
         s_D, s_Dp = ss.spawn(2)
-        (search_D, test_D), (search_Dp, test_Dp) = s_D.spawn(2), s_Dp.spawn(2)
-        streams.append((search_D, search_Dp, test_D, test_Dp))
+        per_D, per_Dp = s_D.spawn(len(STAGES)), s_Dp.spawn(len(STAGES))
+        streams.append(tuple(x for pair in zip(per_D, per_Dp, strict=True) for x in pair))
     return _Run(setup, pairs, (n_fit, n_sel, n_test), streams, block_size, execution)
 
 
 def _search(run: _Run, dists: list[tuple[str, Any]],
             fit_rng: np.random.Generator) -> list[_Candidate]:
-    """Stage 1: fit every distinguisher on every pair, score the selection runs."""
-    n_fit, n_sel, n_test = run.sizes
+    """Stage 1: fit every distinguisher on the pairs and score their selection runs.
+
+    With more than :data:`FINALISTS` pairs the search budget (the fit and selection runs
+    of every pair) is spent by successive halving (Jamieson and Talwalkar 2016): half of
+    it on every pair, the other half on the pairs whose best test anticipated most, whose
+    distinguishers are then refitted on all their search runs. Only the finalists'
+    candidates go on to the choice of the test.
+    """
+    n_fit, n_sel, _ = run.sizes
+    budget = n_fit + n_sel
+    outputs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    halving = len(run.pairs) > FINALISTS
+    first = max(budget // 2, 2) if halving else budget
+    for pi in range(len(run.pairs)):
+        outputs[pi] = _draw_pair(run, pi, first, "search")
+    cands = [c for pi in outputs for c in _fit_pair(run, pi, *outputs[pi], dists, fit_rng)]
+    if not halving:
+        return cands
+    best: dict[int, float] = {}
+    for p in selection.rank_tests([c.select for c in cands], delta=run.setup.delta,
+                                  alpha=0.05):
+        best.setdefault(cands[p.candidate].pair, p.anticipated)
+    finalists = sorted(best, key=lambda pi: -best[pi])[:FINALISTS]
+    extra = (budget - first) * len(run.pairs) // FINALISTS
     out: list[_Candidate] = []
-    for pi, pr in enumerate(run.pairs):
-        out_D = run.draw(pi, 0, n_fit + n_sel, 0)
-        out_Dp = run.draw(pi, 1, n_fit + n_sel, 0)
-        if out_D.shape[1:] != out_Dp.shape[1:]:
-            raise InputError(f"target {run.setup.name} returned outputs of different shapes "
-                             f"on D {out_D.shape[1:]} and D' {out_Dp.shape[1:]} ({pr.label})")
-        run.shapes[pr.label] = list(out_D.shape[1:])
-        for name, fit in dists:
-            scorer = fit(out_D[:n_fit], out_Dp[:n_fit], fit_rng)
-            sel = selection.Selection(f"{pr.label} | {name}",
-                                      safe_scores(scorer, out_D[n_fit:], name),
-                                      safe_scores(scorer, out_Dp[n_fit:], name), n_test, n_test)
-            out.append(_Candidate(pi, name, scorer, sel))
+    for pi in finalists:
+        more = _draw_pair(run, pi, extra, "extend")
+        pooled = (np.vstack([outputs[pi][0], more[0]]), np.vstack([outputs[pi][1], more[1]]))
+        out.extend(_fit_pair(run, pi, *pooled, dists, fit_rng))
     return out
+
+
+# Pairs kept for the second round of a search (the rest stop after the first).
+FINALISTS = 2
+
+
+def _draw_pair(run: _Run, pi: int, n: int, stage: str) -> tuple[np.ndarray, np.ndarray]:
+    out_D, out_Dp = run.draw(pi, 0, n, stage), run.draw(pi, 1, n, stage)
+    pr = run.pairs[pi]
+    if out_D.shape[1:] != out_Dp.shape[1:]:
+        raise InputError(f"target {run.setup.name} returned outputs of different shapes "
+                         f"on D {out_D.shape[1:]} and D' {out_Dp.shape[1:]} ({pr.label})")
+    run.shapes[pr.label] = list(out_D.shape[1:])
+    run.search_runs[pi] = run.search_runs.get(pi, 0) + n
+    return out_D, out_Dp
+
+
+def _fit_pair(run: _Run, pi: int, out_D: np.ndarray, out_Dp: np.ndarray,
+              dists: list[tuple[str, Any]], fit_rng: np.random.Generator) -> list[_Candidate]:
+    """Every distinguisher fitted on the first share of the search runs, scoring the rest."""
+    n_fit, n_sel, n_test = run.sizes
+    n_fit = max(1, min(len(out_D) - 1, round(len(out_D) * n_fit / (n_fit + n_sel))))
+    label = run.pairs[pi].label
+    out = []
+    for name, fit in dists:
+        scorer = fit(out_D[:n_fit], out_Dp[:n_fit], fit_rng)
+        pos = safe_scores(scorer, out_D[n_fit:], name)
+        neg = safe_scores(scorer, out_Dp[n_fit:], name)
+        atoms = getattr(scorer, "atoms", None)
+        if atoms is not None and small_alphabet(atoms(out_D), atoms(out_Dp)):
+            # A table over few atoms (the patterns of a sparse vector, the index of a
+            # noisy max) is refitted and ranked on every search run: its atoms need all
+            # the counts to be told apart, and the pessimistic selection rates absorb the
+            # optimism of ranking a table on its own counts.
+            scorer = fit(out_D, out_Dp, fit_rng)
+            pos, neg = safe_scores(scorer, out_D, name), safe_scores(scorer, out_Dp, name)
+        sel = selection.Selection(f"{label} | {name}", pos, neg, n_test, n_test)
+        out.append(_Candidate(pi, name, scorer, sel))
+    return out
+
+
+
+# A small alphabet: at most this many distinct output rows, each seen this often on
+# average over the search runs of both worlds.
+SMALL_ALPHABET, ATOM_COUNT = 256, 50
+
+
+def small_alphabet(out_D: np.ndarray, out_Dp: np.ndarray) -> bool:
+    """Whether the outputs take few distinct values (rows), each seen many times.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> small_alphabet(rng.integers(0, 5, (1000, 1)), rng.integers(0, 5, (1000, 1)))
+    True
+    >>> small_alphabet(rng.normal(size=(1000, 1)), rng.normal(size=(1000, 1)))
+    False
+    """
+    rows = np.vstack([out_D, out_Dp]).reshape(len(out_D) + len(out_Dp), -1)
+    limit = min(SMALL_ALPHABET, rows.shape[0] // ATOM_COUNT)
+    # Rows are told apart by a random projection (equal rows project equally; distinct
+    # ones almost surely not), first on a few thousand of them: most outputs fail there.
+    w = np.random.default_rng(0).uniform(1.0, 2.0, rows.shape[1])
+    for part in (rows[:4096], rows):
+        keys = np.where(np.isnan(part), np.pi, part) @ w
+        if np.unique(keys).size > limit:
+            return False
+    return True
 
 
 def _choose_and_count(run: _Run, cands: list[_Candidate], method: str, alpha: float,
@@ -264,7 +353,7 @@ def _choose_and_count(run: _Run, cands: list[_Candidate], method: str, alpha: fl
 def _score_test(run: _Run, cands: list[_Candidate], pi: int) -> None:
     """Draw the test runs of pair ``pi`` once, and score them by its every distinguisher."""
     n_test = run.sizes[2]
-    out_D, out_Dp = run.draw(pi, 0, n_test, 1), run.draw(pi, 1, n_test, 1)
+    out_D, out_Dp = run.draw(pi, 0, n_test, "test"), run.draw(pi, 1, n_test, "test")
     for c in cands:
         if c.pair == pi:
             c.test_pos = safe_scores(c.scorer, out_D, c.name)
@@ -284,7 +373,8 @@ def _report(run: _Run, cands: list[_Candidate],
         "epsilon_lower_gdp": None if gdp is None else gdp[0].epsilon,
         "mu_lower": None if gdp is None else gdp[0].mu,
         "epsilon_true": run.setup.epsilon_true,
-        "runs_total": 2 * (len(run.pairs) * (n_fit + n_sel) + len(tested) * n_test),
+        "runs_total": 2 * (sum(run.search_runs.values()) + len(tested) * n_test),
+        "search_runs": {run.pairs[pi].label: n for pi, n in run.search_runs.items()},
         "split": [n_fit, n_sel, n_test],
         "pairs": [p.label for p in run.pairs],
         "distinguishers": [n for n, _ in dists],

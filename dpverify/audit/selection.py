@@ -35,6 +35,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -47,7 +48,7 @@ from dpverify.errors import InputError
 # Confidence of the pessimistic selection rates. Measured on the Gaussian mechanism at
 # epsilon = 1 (10^4 to 10^6 runs) and on Laplace at 0.1: 0.05 keeps far-tail luck out and
 # still lets the ranking move to the tails that a large test split can bound.
-SELECT_LEVEL = 0.05
+SELECT_LEVEL = 0.01
 # The fallback ranking reads rates at this level: their medians, i.e. point estimates.
 POINT_LEVEL = 0.5
 STATISTICS = {"cp": ("conditional", "clopper_pearson"), "gdp": ("gdp",)}
@@ -77,17 +78,23 @@ class PlannedTest:
     fallback: float
 
 
-def _counts(pos: np.ndarray, neg: np.ndarray, th: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return stats.tail_counts(np.sort(pos), th), stats.tail_counts(np.sort(neg), th)
-
-
 def _rate(k: np.ndarray, n: int, level: float, side: str, *, raw: bool = False) -> np.ndarray:
     """A rate read pessimistically (a Clopper-Pearson bound on ``side``) or, at
     :data:`POINT_LEVEL`, as a point estimate: kept off 0 and 1 by Jeffreys' prior mean
     unless ``raw`` (where a rate of exactly 0 must stay 0)."""
     if level >= POINT_LEVEL:
         return k / max(n, 1) if raw else (k + 0.5) / (n + 1.0)
-    return np.asarray(stats.clopper_pearson(k, max(n, 1), level, side), dtype=float)
+    # Many thresholds share a count (ties, sparse tails): bound each count once.
+    u, inv = np.unique(np.asarray(k, dtype=float), return_inverse=True)
+    return np.asarray(stats.clopper_pearson(u, max(n, 1), level, side), dtype=float)[inv]
+
+
+@functools.lru_cache(maxsize=64)
+def _quantiles(alpha: float, approximate: bool) -> tuple[float, float]:
+    """The normal quantiles of the conditional bound's two shares of ``alpha``."""
+    side = stats.RATE_SHARE * alpha / (2.0 if approximate else 1.0)
+    return (float(sstats.norm.isf((1.0 - stats.RATE_SHARE) * alpha)),
+            float(sstats.norm.isf(side)))
 
 
 def anticipate_conditional(
@@ -113,8 +120,7 @@ def anticipate_conditional(
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         p1 = np.clip(_rate(x1, m1, level, "lower"), 0.0, 1.0)
         p0 = np.clip(_rate(x0, m0, level, "upper"), 0.0, 1.0)
-        z1 = sstats.norm.isf((1.0 - stats.RATE_SHARE) * alpha)
-        z2 = sstats.norm.isf(stats.RATE_SHARE * alpha / (1.0 if delta == 0 else 2.0))
+        z1, z2 = _quantiles(alpha, delta > 0)
         log_psi = np.log(p1) + np.log1p(-p0) - np.log(p0) - np.log1p(-p1)
         se = np.sqrt(1 / (n1 * p1) + 1 / (n1 * (1 - p1)) + 1 / (n0 * p0) + 1 / (n0 * (1 - p0)))
         psi = np.exp(log_psi - z1 * se)
@@ -191,7 +197,8 @@ def anticipate_rectangle(a1: np.ndarray, n1: int, a0: np.ndarray, n0: int, *,
     [1.28, 0.0]
     """
     def test_upper(rate: np.ndarray, n_test: int) -> np.ndarray:
-        return np.asarray(stats.clopper_pearson(rate * n_test, n_test, alpha / 2, "upper"))
+        u, inv = np.unique(rate, return_inverse=True)
+        return np.asarray(stats.clopper_pearson(u * n_test, n_test, alpha / 2, "upper"))[inv]
 
     fpr = test_upper(_rate(a0, n0, level, "upper"), n0_test)
     fnr = test_upper(_rate(n1 - a1, n1, level, "upper"), n1_test)
@@ -200,19 +207,47 @@ def anticipate_rectangle(a1: np.ndarray, n1: int, a0: np.ndarray, n0: int, *,
     return stats.epsilon_from_rates(fpr, fnr, delta)
 
 
-def _anticipations(s: Selection, sign: float, statistic: str, *, delta: float, alpha: float,
-                   level: float) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
-    """Per orientation: (orientation, thresholds, ranking value, fallback value).
+def thresholds_and_counts(pos: np.ndarray, neg: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The candidate thresholds of :func:`dpverify.audit.stats.candidate_thresholds` and
+    how many ``pos`` and ``neg`` scores reach each, from one sort of each.
+
+    Examples
+    --------
+    >>> th, a1, a0 = thresholds_and_counts(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0]))
+    >>> th.tolist(), a1.tolist(), a0.tolist()
+    ([0.0, 1.0, 2.0, 3.0], [3, 3, 2, 1], [2, 1, 0, 0])
+    """
+    sp, sn = np.sort(pos), np.sort(neg)
+    pooled = np.sort(np.concatenate([sp, sn]))
+    pooled = pooled[~np.isnan(pooled)]
+    if pooled.size == 0:
+        th = np.zeros(1)
+    else:
+        N = pooled.size
+        tail = np.geomspace(1.0 / N, 0.5, stats._TAIL_LEVELS)
+        levels = np.unique(np.clip(np.concatenate(
+            [tail, 1.0 - tail, np.linspace(0.0, 1.0, stats._MID_LEVELS + 1)]), 0.0, 1.0))
+        # The inverted-CDF quantile of a sorted sample: its ceil(level N)-th value.
+        idx = np.clip(np.ceil(levels * N).astype(np.int64) - 1, 0, N - 1)
+        th = np.unique(pooled[idx])
+    return th, stats.tail_counts(sp, th), stats.tail_counts(sn, th)
+
+
+def _anticipations(s: Selection, sign: float, statistics: Sequence[str], *, delta: float,
+                   alpha: float, level: float
+                   ) -> list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]:
+    """Per statistic and orientation: (statistic, orientation, thresholds, ranking value,
+    fallback value).
 
     The ranking value is the bound anticipated from pessimistic rates; the fallback the
     one from point estimates. Where delta > 0 and the binormal model fits the
     selection's ROC, both are the bound anticipated from the model's smooth ROC: the best
     test then sits in a far tail, whose raw counts are too few to choose a threshold by.
     """
-    pos, neg = sign * np.asarray(s.pos, float), sign * np.asarray(s.neg, float)
-    th = stats.candidate_thresholds(pos, neg)
-    a1, a0 = _counts(pos, neg, th)
-    n1, n0 = pos.size, neg.size
+    th, a1, a0 = thresholds_and_counts(sign * np.asarray(s.pos, float),
+                                       sign * np.asarray(s.neg, float))
+    n1, n0 = len(s.pos), len(s.neg)
     # Only a continuous score has a smooth ROC to fit: atoms (tables of patterns or
     # bits) carry their evidence in exact zeros that a model would fill in.
     fit = (binormal_roc(a1, n1, a0, n0)
@@ -221,19 +256,25 @@ def _anticipations(s: Selection, sign: float, statistic: str, *, delta: float, a
         a1 = n1 * sstats.norm.sf(fit[0] + fit[1] * sstats.norm.isf((a0 + 0.5) / (n0 + 1.0)))
         level = POINT_LEVEL
     out = []
-    for lvl in (level, POINT_LEVEL):
-        kw = {"delta": delta, "alpha": alpha, "level": lvl}
-        if statistic != "conditional":
-            out.append((anticipate_rectangle(a1, n1, a0, n0, n1_test=s.n_pos_test,
-                                             n0_test=s.n_neg_test, gdp=statistic == "gdp",
-                                             **kw),))
-            continue
-        # "D": the event E = {score >= t} is evidence for D; "D'": E's complement for D'.
-        out.append((anticipate_conditional(a1, n1, s.n_pos_test, a0, n0, s.n_neg_test, **kw),
-                    anticipate_conditional(n0 - a0, n0, s.n_neg_test, n1 - a1, n1,
-                                           s.n_pos_test, **kw)))
-    orients = ("D", "D'") if statistic == "conditional" else ("both",)
-    return [(o, th, rank, fall) for o, rank, fall in zip(orients, *out, strict=True)]
+    for statistic in statistics:
+        vals = []
+        for lvl in (level, POINT_LEVEL):
+            kw = {"delta": delta, "alpha": alpha, "level": lvl}
+            if statistic != "conditional":
+                vals.append((anticipate_rectangle(a1, n1, a0, n0, n1_test=s.n_pos_test,
+                                                  n0_test=s.n_neg_test,
+                                                  gdp=statistic == "gdp", **kw),))
+                continue
+            # "D": the event E = {score >= t} is evidence for D; "D'": its complement
+            # for D'.
+            vals.append((anticipate_conditional(a1, n1, s.n_pos_test, a0, n0, s.n_neg_test,
+                                                **kw),
+                         anticipate_conditional(n0 - a0, n0, s.n_neg_test, n1 - a1, n1,
+                                                s.n_pos_test, **kw)))
+        orients = ("D", "D'") if statistic == "conditional" else ("both",)
+        out.extend((statistic, o, th, rank, fall)
+                   for o, rank, fall in zip(orients, *vals, strict=True))
+    return out
 
 
 def plan_tests(selections: Sequence[Selection], *, delta: float, alpha: float,
@@ -280,18 +321,17 @@ def rank_tests(selections: Sequence[Selection], *, delta: float, alpha: float,
     ranked: list[PlannedTest] = []
     for ci, s in enumerate(selections):
         for sign in (1.0, -1.0):
-            for statistic in STATISTICS[method]:
-                ranked.extend(_best_of(ci, s, sign, statistic, delta=delta, alpha=alpha,
-                                       level=level, keep=keep))
+            ranked.extend(_best_of(ci, s, sign, STATISTICS[method], delta=delta,
+                                   alpha=alpha, level=level, keep=keep))
     ranked.sort(key=lambda p: (-p.anticipated, -p.fallback))
     return ranked
 
 
-def _best_of(ci: int, s: Selection, sign: float, statistic: str, *, delta: float,
-             alpha: float, level: float, keep: int) -> list[PlannedTest]:
+def _best_of(ci: int, s: Selection, sign: float, statistics: Sequence[str], *,
+             delta: float, alpha: float, level: float, keep: int) -> list[PlannedTest]:
     out = []
-    for orient, th, ant, mild in _anticipations(s, sign, statistic, delta=delta, alpha=alpha,
-                                                level=level):
+    for statistic, orient, th, ant, mild in _anticipations(s, sign, statistics, delta=delta,
+                                                           alpha=alpha, level=level):
         for j in np.lexsort((-mild, -ant))[:keep]:
             out.append(PlannedTest(ci, sign, float(th[j]), orient, statistic, float(ant[j]),
                                    float(mild[j])))

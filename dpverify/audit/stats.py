@@ -162,7 +162,10 @@ def odds_ratio_lower_bound(k1: int, n1: int, k0: int, n0: int, alpha: float) -> 
 
     def excess(log_psi: float) -> float:  # increasing in psi; its root is the bound
         z = base + ks * log_psi
-        return float(special.logsumexp(z[upper]) - special.logsumexp(z)) - math.log(alpha)
+        w = np.exp(z - z.max())
+        tail = float(w[upper].sum())
+        return (math.log(tail) if tail > 0 else -math.inf) - math.log(float(w.sum())) \
+            - math.log(alpha)
 
     centre = math.log(cells[0] * cells[3] / (cells[1] * cells[2]))
     a, b = centre - 10.0 * se - 1.0, centre + 1.0
