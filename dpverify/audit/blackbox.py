@@ -249,6 +249,7 @@ def _search(run: _Run, dists: list[tuple[str, Any]],
                                   alpha=0.05):
         best.setdefault(cands[p.candidate].pair, p.anticipated)
     finalists = sorted(best, key=lambda pi: -best[pi])[:FINALISTS]
+    outputs = {pi: outputs[pi] for pi in finalists}
     extra = (budget - first) * len(run.pairs) // FINALISTS
     out: list[_Candidate] = []
     for pi in finalists:
@@ -353,11 +354,24 @@ def _choose_and_count(run: _Run, cands: list[_Candidate], method: str, alpha: fl
 def _score_test(run: _Run, cands: list[_Candidate], pi: int) -> None:
     """Draw the test runs of pair ``pi`` once, and score them by its every distinguisher."""
     n_test = run.sizes[2]
-    out_D, out_Dp = run.draw(pi, 0, n_test, "test"), run.draw(pi, 1, n_test, "test")
-    for c in cands:
-        if c.pair == pi:
-            c.test_pos = safe_scores(c.scorer, out_D, c.name)
-            c.test_neg = safe_scores(c.scorer, out_Dp, c.name)
+    mine = [c for c in cands if c.pair == pi]
+    scores: dict[int, list[list[np.ndarray]]] = {id(c): [[], []] for c in mine}
+    # In chunks of fixed size (each its own seeded stream): only scores are kept.
+    chunks = [min(TEST_CHUNK, n_test - a) for a in range(0, n_test, TEST_CHUNK)]
+    for world in (0, 1):
+        pr = run.pairs[pi]
+        root = run.streams[pi][2 * STAGES.index("test") + world]
+        for n, ss in zip(chunks, root.spawn(len(chunks)), strict=True):
+            out = sample(run.setup, pr.D if world == 0 else pr.D_prime, n, ss,
+                         run.block_size, run.execution)
+            for c in mine:
+                scores[id(c)][world].append(safe_scores(c.scorer, out, c.name))
+    for c in mine:
+        c.test_pos, c.test_neg = (np.concatenate(x) for x in scores[id(c)])
+
+
+# Test runs are drawn and scored this many at a time.
+TEST_CHUNK = 1 << 20
 
 
 def _report(run: _Run, cands: list[_Candidate],

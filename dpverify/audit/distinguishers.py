@@ -38,6 +38,7 @@ A user's ``module:function`` with the signature ``fit(pos, neg, rng) -> scorer``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -161,7 +162,7 @@ def fit_logistic(pos: np.ndarray, neg: np.ndarray, rng: np.random.Generator,
     >>> bool(s(np.array([[6.0]]))[0] > s(np.array([[0.0]]))[0])
     True
     """
-    P, N = _as2d(pos), _as2d(neg)
+    P, N = _subsample(_as2d(pos), rng), _subsample(_as2d(neg), rng)
     P, N = P[np.isfinite(P).all(axis=1)], N[np.isfinite(N).all(axis=1)]
     if len(P) < 2 or len(N) < 2:
         return fit_projection(pos, neg, rng)
@@ -175,6 +176,11 @@ def fit_logistic(pos: np.ndarray, neg: np.ndarray, rng: np.random.Generator,
 
     w = logistic_weights(feats(P), feats(N), rng, l2)
     return lambda A: _affine(feats(_as2d(A)), w)
+
+
+def _subsample(X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """At most ``_MAX_FIT`` rows of ``X``, drawn without replacement."""
+    return X if len(X) <= _MAX_FIT else X[rng.choice(len(X), _MAX_FIT, replace=False)]
 
 
 def _affine(F: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -193,10 +199,7 @@ def logistic_weights(fpos: np.ndarray, fneg: np.ndarray, rng: np.random.Generato
     >>> bool(w[0] > 1.0)
     True
     """
-    if len(fpos) > _MAX_FIT:
-        fpos = fpos[rng.choice(len(fpos), _MAX_FIT, replace=False)]
-    if len(fneg) > _MAX_FIT:
-        fneg = fneg[rng.choice(len(fneg), _MAX_FIT, replace=False)]
+    fpos, fneg = _subsample(fpos, rng), _subsample(fneg, rng)
     F = np.hstack([np.vstack([fpos, fneg]), np.ones((len(fpos) + len(fneg), 1))])
     y = np.concatenate([np.ones(len(fpos)), np.zeros(len(fneg))])
     wts = np.where(y == 1, 0.5 / len(fpos), 0.5 / len(fneg))  # balanced classes
@@ -223,6 +226,38 @@ def _row_keys(X: np.ndarray) -> np.ndarray:
     return X.view(np.dtype((np.void, X.dtype.itemsize * X.shape[1])))[:, 0]
 
 
+def row_coder(rows: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """A map from rows to keys, equal exactly for equal rows, learned from ``rows``.
+
+    Where every coordinate takes few values the key is an integer in mixed radix over
+    each coordinate's values (values never seen get a digit of their own), fast to sort
+    and look up; otherwise the row's bytes.
+
+    Examples
+    --------
+    >>> code = row_coder(np.array([[0.0, 1.0], [1.0, 1.0]]))
+    >>> code(np.array([[1.0, 1.0], [0.0, 1.0], [1.0, 1.0], [5.0, 1.0]])).tolist()
+    [1, 0, 1, 2]
+    """
+    rows = _as2d(rows)
+    vocab = [np.unique(rows[:, j]) for j in range(rows.shape[1])]
+    radix = [v.size + 1 for v in vocab]
+    if math.prod(radix) >= 1 << 62:
+        return _row_keys
+    place = np.cumprod([1] + radix[:-1]).astype(np.int64)
+
+    def code(X: np.ndarray) -> np.ndarray:
+        Xt = np.ascontiguousarray(_as2d(X).T)
+        keys = np.zeros(Xt.shape[1], dtype=np.int64)
+        for j, v in enumerate(vocab):
+            idx = np.clip(np.searchsorted(v, Xt[j]), 0, max(v.size - 1, 0))
+            digit = np.where(v[idx] == Xt[j], idx, v.size) if v.size else 0
+            keys += place[j] * digit
+        return keys
+
+    return code
+
+
 def fit_histogram(pos: np.ndarray, neg: np.ndarray, rng: np.random.Generator,
                   pseudo: float = 0.5) -> Scorer:
     """Empirical likelihood ratio of exact output values; values never seen score 0.
@@ -235,8 +270,9 @@ def fit_histogram(pos: np.ndarray, neg: np.ndarray, rng: np.random.Generator,
     >>> np.sign(s(np.array([[2.0], [3.0], [0.5]]))).tolist()  # seen in D, in D', never
     [1.0, -1.0, 0.0]
     """
-    keys, table = _table(_row_keys(pos), _row_keys(neg), pseudo)
-    return with_atoms(lambda X: _lookup(keys, table, _row_keys(X)), _as2d)
+    code = row_coder(np.vstack([_as2d(pos), _as2d(neg)]))
+    keys, table = _table(code(pos), code(neg), pseudo)
+    return with_atoms(lambda X: _lookup(keys, table, code(X)), _as2d)
 
 
 def float32_columns(X: np.ndarray) -> np.ndarray:
@@ -335,23 +371,30 @@ def special_codes(X: np.ndarray, min_share: float = 0.01, min_count: int = 5
 
 def _tokens(X: np.ndarray, codes: list[np.ndarray]) -> np.ndarray:
     """Each value's code index, or -1 where it is no code (a continuous value)."""
-    X = _as2d(X)
-    T = np.full(X.shape, -1, dtype=np.int64)
+    Xt = np.ascontiguousarray(_as2d(X).T)
+    T = np.full(Xt.shape, -1, dtype=np.int64)
     for j, c in enumerate(codes):
-        if c.size:
-            idx = np.clip(np.searchsorted(c, X[:, j]), 0, c.size - 1)
-            T[:, j] = np.where(c[idx] == X[:, j], idx, -1)
-    return T
+        if c.size <= 8:  # a few codes: comparisons beat a search
+            for i, v in enumerate(c):
+                T[j][Xt[j] == v] = i
+        else:
+            idx = np.clip(np.searchsorted(c, Xt[j]), 0, c.size - 1)
+            T[j] = np.where(c[idx] == Xt[j], idx, -1)
+    return T.T
 
 
-def _value_bins(X: np.ndarray, codes: list[np.ndarray], bins: int) -> list[np.ndarray]:
-    """Per coordinate, the inner quantiles of its values that are no code."""
+# Quantile levels cutting a coordinate's values into bins: denser in the tails, where
+# likelihood ratios are extreme (a released value far below the threshold it passed).
+VALUE_LEVELS = (0.02, 0.1, 0.3, 0.5, 0.7, 0.9, 0.98)
+
+
+def _value_bins(X: np.ndarray, codes: list[np.ndarray]) -> list[np.ndarray]:
+    """Per coordinate, the :data:`VALUE_LEVELS` quantiles of its values that are no code."""
     T = _tokens(X, codes)
     out = []
     for j in range(X.shape[1]):
         free = X[(T[:, j] < 0) & np.isfinite(X[:, j]), j]
-        out.append(np.unique(np.quantile(free, np.linspace(0, 1, bins + 1)[1:-1]))
-                   if free.size else np.zeros(0))
+        out.append(np.unique(np.quantile(free, VALUE_LEVELS)) if free.size else np.zeros(0))
     return out
 
 
@@ -361,8 +404,10 @@ def _pattern_tokens(X: np.ndarray, codes: list[np.ndarray],
     X = _as2d(X)
     T = _tokens(X, codes)
     for j, (c, q) in enumerate(zip(codes, cuts, strict=True)):
-        free = T[:, j] < 0
-        T[free, j] = c.size + np.searchsorted(q, X[free, j])
+        col = T[:, j]
+        free = col < 0
+        col[free] = c.size + np.searchsorted(q, X[free, j])
+        T[:, j] = col
     return T.astype(float)
 
 
@@ -381,11 +426,12 @@ def with_atoms(scorer: Scorer, atoms: Callable[[np.ndarray], np.ndarray]) -> Sco
 
 
 def fit_pattern(pos: np.ndarray, neg: np.ndarray, rng: np.random.Generator,
-                bins: int = 6, pseudo: float = 0.5) -> Scorer:
+                pseudo: float = 0.5) -> Scorer:
     """Empirical likelihood ratio of each row's pattern of special codes and value bins.
 
     Values that recur are codes (:func:`special_codes`); every other value is replaced by
-    its bin among ``bins`` quantiles of such values in its coordinate; a row's pattern is
+    its bin among quantiles of such values in its coordinate (:data:`VALUE_LEVELS`); a
+    row's pattern is
     its tuple of tokens: which queries a sparse vector answered "above", "below" or not at
     all, and roughly with what value. On outputs that are all codes it is ``histogram``,
     and scores every output 0.
@@ -403,13 +449,14 @@ def fit_pattern(pos: np.ndarray, neg: np.ndarray, rng: np.random.Generator,
     codes = special_codes(both)
     if not (_tokens(both, codes) < 0).any():  # every value a code: it is ``histogram``
         return lambda X: np.zeros(_as2d(X).shape[0])
-    cuts = _value_bins(both, codes, bins)
+    cuts = _value_bins(both, codes)
 
     def atoms(X: np.ndarray) -> np.ndarray:
         return _pattern_tokens(X, codes, cuts)
 
-    keys, table = _table(_row_keys(atoms(pos)), _row_keys(atoms(neg)), pseudo)
-    return with_atoms(lambda X: _lookup(keys, table, _row_keys(atoms(X))), atoms)
+    code = row_coder(atoms(both))
+    keys, table = _table(code(atoms(pos)), code(atoms(neg)), pseudo)
+    return with_atoms(lambda X: _lookup(keys, table, code(atoms(X))), atoms)
 
 
 def fit_mixed(pos: np.ndarray, neg: np.ndarray, rng: np.random.Generator) -> Scorer:
@@ -427,10 +474,10 @@ def fit_mixed(pos: np.ndarray, neg: np.ndarray, rng: np.random.Generator) -> Sco
     >>> bool(s(np.array([[3.0]]))[0] > s(np.array([[-3.0]]))[0])
     True
     """
-    P, N = _as2d(pos), _as2d(neg)
-    codes = special_codes(np.vstack([P, N]))
+    codes = special_codes(np.vstack([_as2d(pos), _as2d(neg)]))
     if not any(c.size for c in codes):
         return lambda X: np.zeros(_as2d(X).shape[0])
+    P, N = _subsample(_as2d(pos), rng), _subsample(_as2d(neg), rng)
     both = np.vstack([P, N])
     free = (_tokens(both, codes) < 0) & np.isfinite(both)
     mu = np.array([both[free[:, j], j].mean() if free[:, j].any() else 0.0
@@ -442,10 +489,16 @@ def fit_mixed(pos: np.ndarray, neg: np.ndarray, rng: np.random.Generator) -> Sco
     def feats(X: np.ndarray) -> np.ndarray:
         X = _as2d(X)
         T = _tokens(X, codes)
-        Z = np.where((T < 0) & np.isfinite(X), (X - mu) / sd, 0.0)
-        hot = [(T[:, j] == i).astype(float)[:, None] for j, c in enumerate(codes)
-               for i in range(c.size)]
-        return np.hstack([Z, Z * Z, *hot])
+        d = X.shape[1]
+        F = np.zeros((X.shape[0], 2 * d + sum(c.size for c in codes)))
+        F[:, :d] = np.where((T < 0) & np.isfinite(X), (X - mu) / sd, 0.0)
+        F[:, d:2 * d] = F[:, :d] ** 2
+        col = 2 * d
+        for j, c in enumerate(codes):
+            for i in range(c.size):
+                F[:, col] = T[:, j] == i
+                col += 1
+        return F
 
     w = logistic_weights(feats(P), feats(N), rng)
     return lambda X: _affine(feats(X), w)
@@ -498,6 +551,11 @@ def resolve_distinguishers(spec: str | list[str] | tuple[str, ...]) -> list[tupl
     return out
 
 
+# Outputs are scored this many at a time: features of millions of runs need not fit in
+# memory at once.
+SCORE_CHUNK = 1 << 18
+
+
 def safe_scores(scorer: Scorer, X: np.ndarray, name: str) -> np.ndarray:
     """Scores as a flat float array, NaN mapped to the neutral 0, checked for shape.
 
@@ -506,10 +564,15 @@ def safe_scores(scorer: Scorer, X: np.ndarray, name: str) -> np.ndarray:
     >>> safe_scores(lambda X: np.array([0.5, np.nan]), np.zeros((2, 3)), "r")
     array([0.5, 0. ])
     """
-    s = np.asarray(scorer(X), dtype=float).reshape(-1)
-    if s.shape[0] != X.shape[0]:
-        raise InputError(f"distinguisher {name!r} returned {s.shape[0]} scores for "
-                         f"{X.shape[0]} outputs")
+    parts = []
+    for start in range(0, max(len(X), 1), SCORE_CHUNK):
+        part = X[start:start + SCORE_CHUNK]
+        s = np.asarray(scorer(part), dtype=float).reshape(-1)
+        if s.shape[0] != part.shape[0]:
+            raise InputError(f"distinguisher {name!r} returned {s.shape[0]} scores for "
+                             f"{part.shape[0]} outputs")
+        parts.append(s)
+    s = np.concatenate(parts)
     return np.where(np.isnan(s), 0.0, s)
 
 
