@@ -440,8 +440,9 @@ def test_calibration_refuses_bad_input(kwargs, word):
         calibrate_gaussian(**kwargs)
 
 
-@pytest.mark.parametrize("delta", [0.0, 1.0, 1.5, float("nan"), -1e-5])
+@pytest.mark.parametrize("delta", [1.0, 1.5, float("nan"), -1e-5])
 def test_accounting_refuses_a_delta_outside_the_unit_interval(delta):
+    """[0, 1): delta = 0 is pure DP, accounted as such (test_ledgers_accounted_at_delta_zero)."""
     with pytest.raises(InputError, match="delta"):
         account_ledger(ledger_of([gaussian_release(0, 1.0, 1.0)]), delta)
 
