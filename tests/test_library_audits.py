@@ -2,8 +2,9 @@
 
 A PASS here is "no evidence of violation" for the library's documented configuration at
 the test's fixed seed; a FAIL is expected only of misuses, of Opacus's known
-normalization by the private dataset size, and of diffprivlib's floating-point noise. Statistical tests state their failure
-probability; the audits' own error probability is alpha = 0.05 at fixed seeds.
+normalization by the private dataset size, and of diffprivlib's floating-point noise.
+Statistical tests state their failure probability; the audits' own error probability is
+alpha = 0.05 at fixed seeds.
 """
 
 from __future__ import annotations
