@@ -21,7 +21,7 @@ Examples
 """
 
 from dpverify.audit.blackbox import audit_blackbox
-from dpverify.audit.check import audit, audit_check
+from dpverify.audit.check import AuditCheck, AuditOptions, audit, audit_experiment
 from dpverify.audit.distinguishers import DISTINGUISHERS, resolve_distinguishers
 from dpverify.audit.onerun import (
     audit_onerun,
@@ -58,7 +58,9 @@ __all__ = [
     "ThresholdBound",
     "audit",
     "audit_blackbox",
-    "audit_check",
+    "AuditCheck",
+    "AuditOptions",
+    "audit_experiment",
     "audit_onerun",
     "audit_whitebox",
     "bound_from_scores",

@@ -20,15 +20,16 @@ The verdict is FAIL exactly when epsilon_lower exceeds the claimed epsilon.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, Literal
 
 from dpverify.audit.blackbox import audit_blackbox
 from dpverify.audit.onerun import audit_onerun
 from dpverify.audit.result import MODES, AuditResult
 from dpverify.audit.whitebox import audit_whitebox
-from dpverify.checks import CheckSpec, Outcome, RunContext, check_kind
+from dpverify.checks import CheckKind, Options, Outcome, register_kind
 from dpverify.errors import InputError
+from dpverify.experiment import Experiment
 
 DEFAULT_TRIALS = {"blackbox": 20000, "whitebox": 1000}
 # Options each mode accepts (besides those every mode takes).
@@ -66,52 +67,88 @@ def audit(target: str, *, mode: str = "blackbox", **options: Any) -> AuditResult
     return _FUNCTIONS[mode](target, **options)
 
 
-def options_for(spec_options: Mapping[str, Any], ctx: RunContext,
-                params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The mode and keyword options of a check, with the run context applied.
+@dataclass(frozen=True)
+class AuditOptions(Options):
+    """The options of an ``audit`` check; ``None`` leaves the mode's own default.
 
-    ``ctx.trials`` overrides a check's own trial count (a suite's ``[check.thorough]``
+    Which keys a mode takes: see ``_OPTIONS`` (a key another mode uses is refused).
+    """
+
+    mode: Literal["blackbox", "whitebox", "onerun"] = "blackbox"
+    trials: int | None = None
+    epsilon: float | None = None
+    delta: float | None = None
+    confidence: float | None = None
+    relation: str | None = None
+    neighbours: str | tuple[str, ...] | None = None
+    distinguisher: str | tuple[str, ...] | None = None
+    bound: str | None = None
+    splits: tuple[float, ...] | None = None
+    top_k: int | None = None
+    select_fraction: float | None = None
+    block_size: int | None = None
+    accountant: bool | None = None
+    canaries: int | None = None
+    guesses: tuple[int, ...] | None = None
+    scores: str | None = None
+    canary_norm: float | None = None
+
+    def validate(self) -> None:
+        given = set(self.keywords())
+        if self.mode == "onerun" and self.trials is not None:
+            raise InputError("a one-run audit runs once: give 'canaries', not 'trials'")
+        wrong = sorted(given - _OPTIONS[self.mode] - {"trials"})
+        if wrong:
+            raise InputError(f"option(s) {wrong} do not apply to a {self.mode} audit; "
+                             f"known: {sorted(_OPTIONS[self.mode] - _COMMON_RUN)}")
+
+    def keywords(self) -> dict[str, Any]:
+        """The options given (not ``None``), as keywords of the mode's function."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name != "mode" and getattr(self, f.name) is not None}
+
+
+# Set by the experiment, never by a suite.
+_COMMON_RUN = {"params", "seed", "scale", "backend", "execution"}
+
+
+@register_kind
+class AuditCheck(CheckKind):
+    """Empirical epsilon lower bound against the claim: FAIL when the bound exceeds it."""
+
+    name = "audit"
+    Options = AuditOptions
+
+    def run(self, exp: Experiment, options: AuditOptions) -> Outcome:
+        return audit_experiment(exp, options).to_outcome()
+
+
+def audit_experiment(exp: Experiment, options: AuditOptions) -> AuditResult:
+    """The audit an ``audit`` check runs: ``options`` applied to the experiment.
+
+    The run's ``--trials`` overrides the check's own count (a suite's ``[check.thorough]``
     table is the place for larger counts at the thorough scale).
 
     Examples
     --------
-    >>> mode, opts = options_for({"mode": "whitebox"}, RunContext(seed=3), {"T": 5})
-    >>> mode, opts["trials"], opts["seed"], opts["params"]
-    ('whitebox', 1000, 3, {'T': 5})
+    >>> r = audit_experiment(Experiment("noisy_gd:sound", {"T": 5, "n": 50}),
+    ...                      AuditOptions(mode="whitebox", trials=200))
+    >>> r.mode, r.trials, r.verdict.value
+    ('whitebox', 200, 'PASS')
     """
-    opts = {k: v for k, v in spec_options.items() if not str(k).startswith("_")}
-    mode = str(opts.pop("mode", "blackbox"))
-    if mode not in MODES:
-        raise InputError(f"audit mode must be one of {MODES}, got {mode!r}")
+    mode = options.mode
+    kw = options.keywords()
     if mode in DEFAULT_TRIALS:
-        opts["trials"] = int(ctx.trials if ctx.trials is not None
-                             else opts.get("trials", DEFAULT_TRIALS[mode]))
-    elif "trials" in opts:
-        raise InputError("a one-run audit runs once: give 'canaries', not 'trials'")
-    opts.update(params=dict(params), seed=int(ctx.seed), scale=ctx.scale,
-                backend=ctx.backend)
-    if mode != "onerun":
-        execution = execution_from_context(ctx)
-        if execution is not None:
-            opts["execution"] = execution
-    return mode, opts
+        kw["trials"] = exp.trial_count(options.trials, DEFAULT_TRIALS[mode])
+    kw.update(params=dict(exp.overrides), seed=exp.seed, scale=exp.scale.value,
+              backend=exp.backend)
+    if mode != "onerun" and exp.execution is not None:
+        kw["execution"] = exp.execution
+    return audit(exp.spec, mode=mode, **kw)
 
 
 def execution_from_context(ctx: Any) -> Any:
     """Where a check's blocks run, from the run context (None: serial, in this process)."""
-    try:
-        from dpverify.execution import executor_from_context
-    except ImportError:  # a build without executors runs blocks serially
-        return None
+    from dpverify.execution import executor_from_context
+
     return executor_from_context(ctx)
-
-
-@check_kind("audit")
-def audit_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
-    """Empirical epsilon lower bound against the claim: FAIL when the bound exceeds it."""
-    try:
-        mode, opts = options_for(spec.options, ctx, spec.params)
-        return audit(spec.target, mode=mode, **opts).to_outcome()
-    except InputError as e:
-        where = spec.source or spec.id
-        raise InputError(f"{where}: {e}") from None
