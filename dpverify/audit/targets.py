@@ -159,8 +159,11 @@ class Pair:
         if self.pair is not None:
             out.update(relation=self.pair.relation, index=self.pair.index)
         for key, v in (("D", self.D), ("D_prime", self.D_prime)):
-            arr = np.asarray(v) if isinstance(v, (np.ndarray, list, tuple)) else None
-            if arr is not None and arr.dtype != object and arr.size <= 64:
+            try:  # a short vector of numbers; datasets and (X, y) tuples are left out
+                arr = np.asarray(v, dtype=float)
+            except (TypeError, ValueError):
+                continue
+            if arr.size <= 64:
                 out[key] = arr.tolist()
         return out
 
