@@ -87,6 +87,9 @@ def summary(res: AuditResult) -> str:
     if d.get("pair"):
         how += f", neighbours {d['pair']}"
     lines.append(f"  epsilon_lower       {_fmt(res.epsilon_lower)}  ({how})")
+    witness = res.evidence.get("witness") or {}
+    if "D" in witness and "D_prime" in witness:
+        lines.append(f"  witness             D = {witness['D']}, D' = {witness['D_prime']}")
     for key in ("epsilon_lower_cp", "epsilon_lower_gdp"):
         if d.get(key) is not None and key != f"epsilon_lower_{res.bound}":
             lines.append(f"  {key:<19} {_fmt(d[key])}")
