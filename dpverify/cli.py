@@ -81,7 +81,8 @@ def add_claim_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epsilon", type=float, default=None,
                    help="claimed epsilon (default: a registered target's own claim)")
     p.add_argument("--delta", type=float, default=None,
-                   help="claimed delta in (0, 1) (default: a registered target's own claim)")
+                   help="claimed delta in [0, 1); 0 claims pure epsilon-DP (default: a registered "
+                        "target's own claim)")
 
 
 def add_common_options(p: argparse.ArgumentParser, *, suite: bool = False) -> None:
@@ -282,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     Examples
     --------
     >>> main(["account", "noisy_gd:sound", "--param", "T=3", "--delta", "2"])
-    dpverify: error: delta must be a number in (0, 1), got 2.0
+    dpverify: error: delta must be a number in [0, 1), got 2.0
     2
     """
     parser = _build_parser()

@@ -86,7 +86,9 @@ def test_exit_codes(user_dir: tuple[Path, str], capsys: pytest.CaptureFixture[st
 @pytest.mark.parametrize("args,message", [
     (["gaussian_mechanism:sound", "--epsilon", "nan", "--delta", "1e-5"], "got nan"),
     (["gaussian_mechanism:sound", "--epsilon", "inf", "--delta", "1e-5"], "got inf"),
-    (["gaussian_mechanism:sound", "--epsilon", "1", "--delta", "0"], "delta must be"),
+    (["gaussian_mechanism:sound", "--epsilon", "1", "--delta", "-0.1"], "delta must be"),
+    (["gaussian_mechanism:sound", "--relation", "componentwise"], "componentwise"),
+    (["gaussian_mechanism:sound", "--neighbours", "one_above"], "pattern of query answers"),
     (["gaussian_mechanism:sound", "--epsilon", "1", "--delta", "1.5"], "delta must be"),
     (["no_such_algorithm", "--epsilon", "1", "--delta", "1e-5"], "no_such_algorithm"),
     (["no_such_module_xyz:f", "--epsilon", "1", "--delta", "1e-5"], "no_such_module_xyz"),

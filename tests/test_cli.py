@@ -127,7 +127,7 @@ BAD_SUITES = {
     "epsilon_inf": ('[check.params]\nepsilon = inf', r"^epsilon", "inf"),
     "epsilon_nan": ('[check.params]\nepsilon = nan', r"^epsilon", "nan"),
     "delta_1.5": ('[check.params]\ndelta = 1.5', r"^delta", "1.5"),
-    "delta_0": ('[check.params]\ndelta = 0', r"^delta", "got 0"),
+    "delta_negative": ('[check.params]\ndelta = -0.5', r"^delta", "got -0.5"),
     "unknown_parameter": ('[check.params]\nwarp = 2', r"^warp", "'warp'"),
 }
 
@@ -255,8 +255,8 @@ def test_account_json(tmp_path):
 
 
 @pytest.mark.parametrize("argv, word", [
-    (["account", "noisy_gd:sound", "--delta", "1.5"], "delta must be a number in (0, 1)"),
-    (["account", "noisy_gd:sound", "--delta", "0"], "delta must be a number in (0, 1)"),
+    (["account", "noisy_gd:sound", "--delta", "1.5"], "delta must be a number in [0, 1)"),
+    (["account", "noisy_gd:sound", "--delta=-1e-9"], "delta must be a number in [0, 1)"),
     (["account", "noisy_gd:robust"], "unknown variant 'robust'"),
     (["account", "noisy_sgd"], "unknown algorithm 'noisy_sgd'"),
     (["account", "noisy_gd:sound", "--param", "epsilon=inf"], "epsilon must be a finite"),
@@ -294,7 +294,7 @@ def test_console_script(tmp_path):
     bad = subprocess.run([exe, "account", "noisy_gd:sound", "--delta", "2"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2, bad.stdout + bad.stderr
-    assert "dpverify: error: delta must be a number in (0, 1), got 2.0" in bad.stderr
+    assert "dpverify: error: delta must be a number in [0, 1), got 2.0" in bad.stderr
 
 
 def test_account_verdict_compares_zcdp_claims_in_rho():

@@ -30,6 +30,7 @@ from dpverify.audit.onerun import (
     one_run_p_value,
 )
 from dpverify.audit.result import AuditResult
+from dpverify.audit.selection import select_and_bound
 from dpverify.audit.stats import (
     ScoreSplit,
     ThresholdBound,
@@ -39,12 +40,15 @@ from dpverify.audit.stats import (
     epsilon_from_gdp,
     epsilon_from_rates,
     epsilon_lower_bound,
+    epsilon_lower_bound_conditional,
     gdp_mu_from_rates,
     gdp_mu_lower_bound,
     gdp_mu_lower_bound_from_losses,
     gdp_mu_lower_bound_from_variance,
+    odds_ratio_lower_bound,
     privacy_profile,
 )
+from dpverify.audit.targets import declare_mechanism
 from dpverify.audit.whitebox import audit_whitebox, release_privacy_loss, transcript_privacy_loss
 
 __all__ = [
@@ -61,19 +65,23 @@ __all__ = [
     "audit_whitebox",
     "bound_from_scores",
     "clopper_pearson",
+    "declare_mechanism",
     "delta_from_gdp",
     "epsilon_from_gdp",
     "epsilon_from_rates",
     "epsilon_lower_bound",
+    "epsilon_lower_bound_conditional",
     "epsilon_one_run",
     "gdp_mu_from_rates",
     "gdp_mu_lower_bound",
     "gdp_mu_lower_bound_from_losses",
     "gdp_mu_lower_bound_from_variance",
     "one_run_bound",
+    "odds_ratio_lower_bound",
     "one_run_p_value",
     "privacy_profile",
     "release_privacy_loss",
+    "select_and_bound",
     "resolve_distinguishers",
     "transcript_privacy_loss",
 ]

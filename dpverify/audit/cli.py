@@ -18,9 +18,10 @@ import argparse
 from typing import Any
 
 from dpverify.audit.check import DEFAULT_TRIALS, audit
+from dpverify.audit.distinguishers import AUTO, DISTINGUISHERS
 from dpverify.audit.result import MODES, AuditResult
-from dpverify.claims import RELATIONS
 from dpverify.cli import add_claim_arguments
+from dpverify.data import QUERY_RELATIONS
 
 
 def configure_parser(p: argparse.ArgumentParser) -> None:
@@ -34,22 +35,30 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=MODES, default="blackbox",
                    help="blackbox (outputs only), whitebox (every release, by replay) or "
                         "onerun (m canaries, one run)")
-    p.add_argument("--neighbours", default="fresh_direction",
-                   help="pair generator(s), comma-separated: fresh_direction, clip_boundary, "
-                        "outlier, nonfinite, random, or module:function returning (D, D')")
+    p.add_argument("--neighbours", default=None,
+                   help="pair generator(s), comma-separated: search (every built-in one for "
+                        "the target's input), a pattern of query answers (one_above, "
+                        "one_below, one_up_one_down, one_above_rest_below, "
+                        "one_below_rest_above, half_half, all_above, all_below, x_shape), a "
+                        "dataset canary (fresh_direction, clip_boundary, outlier, nonfinite, "
+                        "random), or module:function returning (D, D') or a list of pairs "
+                        "(default: search for a target taking query answers, else "
+                        "fresh_direction)")
     p.add_argument("--trials", type=int, default=None,
                    help="runs per neighbouring dataset (default: "
                         + ", ".join(f"{k} {v}" for k, v in DEFAULT_TRIALS.items()) + ")")
     p.add_argument("--confidence", type=float, default=0.95,
                    help="confidence of the lower bound (default 0.95)")
     p.add_argument("--distinguisher", default="auto",
-                   help="black-box test statistic(s): projection, norm, lda, laplace_lr, "
-                        "logistic, histogram, auto, or module:function")
+                   help="black-box test statistic(s), comma-separated: " + ", ".join(
+                       DISTINGUISHERS) + ", auto (" + ", ".join(AUTO) + "), or "
+                        "module:function")
     p.add_argument("--bound", choices=["auto", "cp", "gdp"], default="auto",
                    help="cp: assumption-free; gdp: assumes a Gaussian trade-off curve; auto: "
                         "gdp in white-box when every release is an unsampled Gaussian, else cp")
-    p.add_argument("--relation", choices=RELATIONS, default=None,
-                   help="neighbouring relation (default: the claim's)")
+    p.add_argument("--relation", choices=QUERY_RELATIONS, default=None,
+                   help="neighbouring relation (default: the claim's); componentwise only "
+                        "for a target taking query answers (every answer moves by <= 1)")
     p.add_argument("--canaries", type=int, default=1000, help="one-run: number of canaries")
     p.add_argument("--scores", choices=["output", "releases"], default="output",
                    help="one-run: score canaries on the output or on every release")
@@ -79,6 +88,9 @@ def summary(res: AuditResult) -> str:
     if d.get("pair"):
         how += f", neighbours {d['pair']}"
     lines.append(f"  epsilon_lower       {_fmt(res.epsilon_lower)}  ({how})")
+    witness = res.evidence.get("witness") or {}
+    if "D" in witness and "D_prime" in witness:
+        lines.append(f"  witness             D = {witness['D']}, D' = {witness['D_prime']}")
     for key in ("epsilon_lower_cp", "epsilon_lower_gdp"):
         if d.get(key) is not None and key != f"epsilon_lower_{res.bound}":
             lines.append(f"  {key:<19} {_fmt(d[key])}")
@@ -106,7 +118,9 @@ def run_command(args: argparse.Namespace) -> int:
     }
     if mode in DEFAULT_TRIALS:
         ctx = RunContext.from_args(args)
-        opts.update(neighbours=args.neighbours, bound=args.bound,
+        if args.neighbours is not None:
+            opts["neighbours"] = args.neighbours
+        opts.update(bound=args.bound,
                     trials=args.trials if args.trials is not None else DEFAULT_TRIALS[mode],
                     block_size=args.block_size)
         execution = execution_from_context(ctx)

@@ -7,6 +7,12 @@ where ``data`` is a :class:`~dpverify.data.Dataset` (or whatever the user's pair
 returned) and ``rng`` a NumPy Generator. Outputs are drawn in fixed-size seeded blocks
 through :func:`dpverify.execution.map_blocks`, so results depend only on the root seed
 and the block size.
+
+A callable whose input is a vector of query answers says so with :func:`declare_mechanism`
+(or the ``queries`` parameter): it is then handed vectors, and its neighbours are searched
+over StatDP's input patterns (:func:`dpverify.data.query_search_pairs`) unless given. The
+declaration may carry the claim too, so ``dpverify audit module:function`` needs no
+``--epsilon``.
 """
 
 from __future__ import annotations
@@ -22,13 +28,23 @@ from dpverify.accounting import account_ledger, claimed_epsilon
 from dpverify.claims import PrivacyClaim, check_relation
 from dpverify.data import (
     PAIR_GENERATORS,
+    QUERY_PATTERNS,
     Dataset,
     NeighbourPair,
     as_dataset,
+    check_query_relation,
     make_pair,
+    query_pair,
+    query_search_pairs,
     synthetic_classification,
 )
-from dpverify.errors import InputError, UnknownTargetError, check_delta, check_epsilon
+from dpverify.errors import (
+    InputError,
+    UnknownTargetError,
+    check_delta,
+    check_epsilon,
+    check_positive,
+)
 from dpverify.execution import (
     DEFAULT_BLOCK,
     build_problem,
@@ -47,6 +63,57 @@ SEED_PAIRS, SEED_SAMPLES, SEED_FIT, SEED_ACCOUNT = 1, 2, 3, 4
 
 # The base dataset a user's callable is audited on when a built-in generator makes the pair.
 DEFAULT_USER_N, DEFAULT_USER_D = 100, 2
+# "search" over the dataset canaries: every built-in one that makes an ordinary record.
+DATASET_SEARCH = ("fresh_direction", "clip_boundary", "outlier", "random")
+
+
+@dataclass(frozen=True)
+class MechanismDeclaration:
+    """What a user's callable declares about itself: its claim and its input.
+
+    ``queries`` is the length of the vector of query answers it takes (``None``: it takes
+    a dataset); ``relation`` the neighbouring relation of its claim (for query answers one
+    of :data:`dpverify.data.QUERY_RELATIONS`); ``epsilon_true`` the epsilon known from
+    analysis where it differs from the claim (a buggy mechanism's), for reports.
+    """
+
+    epsilon: float | None = None
+    delta: float | None = None
+    relation: str | None = None
+    queries: int | None = None
+    epsilon_true: float | None = None
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.epsilon is not None:
+            check_epsilon(self.epsilon)
+        if self.delta is not None:
+            check_delta(self.delta)
+        if self.queries is not None and int(self.queries) < 1:
+            raise InputError(f"queries must be a positive length, got {self.queries!r}")
+        if self.relation is not None:
+            (check_query_relation if self.queries is not None else check_relation)(
+                self.relation)
+
+
+def declare_mechanism(**fields: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Attach a :class:`MechanismDeclaration` to a callable target.
+
+    Examples
+    --------
+    >>> @declare_mechanism(epsilon=0.1, delta=0.0, queries=1, relation="add_remove")
+    ... def laplace(answers, rng, trials):
+    ...     return answers[0] + rng.laplace(0.0, 10.0, size=(trials, 1))
+    >>> laplace.dpverify_declaration.queries
+    1
+    """
+    decl = MechanismDeclaration(**fields)
+
+    def attach(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.dpverify_declaration = decl  # type: ignore[attr-defined]
+        return fn
+
+    return attach
 
 
 @dataclass
@@ -65,6 +132,8 @@ class AuditSetup:
     seed: int = 0
     backend: str = "numpy"
     relation_given: bool = True  # False: a callable's relation is read off its pairs
+    queries: int | None = None  # the length of a query-answer input (None: a dataset)
+    epsilon_true: float | None = None
 
     @property
     def registered(self) -> bool:
@@ -79,6 +148,26 @@ class Pair:
     D: Any
     D_prime: Any
     pair: NeighbourPair | None = None  # when both are Datasets
+
+    def describe(self) -> dict[str, Any]:
+        """The pair for a report: the two inputs themselves when they are short vectors.
+
+        Examples
+        --------
+        >>> Pair("one_above", np.ones(2), np.array([2.0, 1.0])).describe()["D_prime"]
+        [2.0, 1.0]
+        """
+        out: dict[str, Any] = {"label": self.label}
+        if self.pair is not None:
+            out.update(relation=self.pair.relation, index=self.pair.index)
+        for key, v in (("D", self.D), ("D_prime", self.D_prime)):
+            try:  # a short vector of numbers; datasets and (X, y) tuples are left out
+                arr = np.asarray(v, dtype=float)
+            except (TypeError, ValueError):
+                continue
+            if arr.size <= 64:
+                out[key] = arr.tolist()
+        return out
 
 
 def prepare(
@@ -104,13 +193,13 @@ def prepare(
         epsilon = check_epsilon(epsilon)
     if delta is not None:
         delta = check_delta(delta)
-    if relation is not None:
-        check_relation(relation)
     params = dict(params or {})
     target = str(target).strip()
     if not target:
         raise InputError("no target given: name, name:variant or module:function")
     if is_registered_target(target):
+        if relation is not None:
+            check_relation(relation)
         t = resolve(target)
         p = t.algorithm.params(t.variant.name, params, scale)
         claim = t.variant.claim(p)
@@ -122,19 +211,46 @@ def prepare(
         return AuditSetup(t.id, float(eps), float(d), relation or claim.relation, t, p,
                           problem, claim, seed=seed, backend=backend)
     if ":" in target:
-        try:
-            fn = load_callable(target)
-        except InputError as e:
-            raise UnknownTargetError(
-                f"target {target!r} is neither a registered algorithm nor an importable "
-                f"module:function ({e})") from None
-        if epsilon is None or delta is None:
-            raise InputError(f"auditing the callable {target!r} needs the claim: give "
-                             "--epsilon and --delta")
-        return AuditSetup(target, epsilon, delta, relation or "add_remove", params=params,
-                          fn=fn, seed=seed, backend=backend, relation_given=relation is not None)
+        return _prepare_callable(target, epsilon, delta, relation, params, seed, backend)
     resolve(target)  # raises UnknownTargetError naming the registered algorithms
     raise UnknownTargetError(f"unknown target {target!r}")  # pragma: no cover
+
+
+def _prepare_callable(target: str, epsilon: float | None, delta: float | None,
+                      relation: str | None, params: dict[str, Any], seed: int,
+                      backend: str) -> AuditSetup:
+    try:
+        fn = load_callable(target)
+    except InputError as e:
+        raise UnknownTargetError(
+            f"target {target!r} is neither a registered algorithm nor an importable "
+            f"module:function ({e})") from None
+    decl = getattr(fn, "dpverify_declaration", None) or MechanismDeclaration()
+    epsilon = epsilon if epsilon is not None else decl.epsilon
+    delta = delta if delta is not None else decl.delta
+    if epsilon is None or delta is None:
+        raise InputError(f"auditing the callable {target!r} needs the claim: give "
+                         "--epsilon and --delta")
+    queries = params.pop("queries", decl.queries)
+    if queries is not None:
+        queries = int(check_positive(queries, "queries", integer=True))
+    given = relation is not None or decl.relation is not None
+    relation = relation or decl.relation or "add_remove"
+    (check_query_relation if queries is not None else check_relation)(relation)
+    return AuditSetup(target, float(epsilon), float(delta), relation, params=params, fn=fn,
+                      seed=seed, backend=backend, relation_given=given, queries=queries,
+                      epsilon_true=decl.epsilon_true)
+
+
+def default_neighbours(setup: AuditSetup) -> str:
+    """``search`` for a target taking query answers, else the ``fresh_direction`` canary.
+
+    Examples
+    --------
+    >>> default_neighbours(prepare("noisy_gd:sound", params={"T": 3}))
+    'fresh_direction'
+    """
+    return "search" if setup.queries is not None else "fresh_direction"
 
 
 def _as_list(spec: str | Sequence[str]) -> list[str]:
@@ -143,12 +259,15 @@ def _as_list(spec: str | Sequence[str]) -> list[str]:
     return [str(s) for s in spec]
 
 
-def make_pairs(setup: AuditSetup, neighbours: str | Sequence[str]) -> list[Pair]:
+def make_pairs(setup: AuditSetup, neighbours: str | Sequence[str] | None) -> list[Pair]:
     """Neighbouring inputs from built-in generators or a user's ``module:function``.
 
     For a callable target audited without a stated relation, the relation is read off the
     user's pairs (same size: replace-one; one record more: add/remove) and the built-in
     generators follow it; a stated relation the user's pair does not have is an error.
+    ``search`` stands for every built-in generator of the target's input: StatDP's
+    patterns the relation allows for query answers, the dataset canaries otherwise. A
+    user's function may return one pair ``(D, D_prime)`` or a list of them.
 
     Examples
     --------
@@ -156,9 +275,10 @@ def make_pairs(setup: AuditSetup, neighbours: str | Sequence[str]) -> list[Pair]
     >>> [p.label for p in make_pairs(s, "fresh_direction,outlier")]
     ['fresh_direction', 'outlier']
     """
-    specs = _as_list(neighbours)
+    specs = _as_list(neighbours if neighbours is not None else default_neighbours(setup))
     if not specs:
         raise InputError("no neighbouring-pair generator given")
+    specs = [x for spec in specs for x in _expand_search(setup, spec)]
     seeds = seed_streams(seed_streams(setup.seed, SEED_PAIRS + 1)[SEED_PAIRS], len(specs))
     mine = {i: _user_pair(spec) for i, spec in enumerate(specs)
             if not setup.registered and spec not in PAIR_GENERATORS and ":" in spec}
@@ -178,14 +298,56 @@ def make_pairs(setup: AuditSetup, neighbours: str | Sequence[str]) -> list[Pair]
             base, _ = synthetic_classification(n, d, rng)
             np_ = make_pair(spec, base, rng, setup.relation)
             out.append(Pair(spec, np_.D, np_.D_prime, np_))
+    for spec, ss in zip(specs, seeds, strict=True):
+        if ":" in spec:
+            out.extend(_user_pairs(spec))
+        elif setup.queries is not None:
+            out.append(_query_pair(setup, spec))
         else:
-            make_pair(spec, Dataset(np.zeros((1, 1)), np.zeros(1)), rng)  # raises, naming all
+            out.append(_dataset_pair(setup, spec, np.random.default_rng(ss)))
     return out
 
 
 def _user_pair(spec: str) -> Pair:
     """Call a user's pair function; its datasets (or ``(X, y)`` tuples, or arrays) give the
     relation, while the target receives exactly what the function returned."""
+def _expand_search(setup: AuditSetup, spec: str) -> list[str]:
+    if spec != "search":
+        return [spec]
+    if setup.queries is not None:
+        return [name for name, _, _ in query_search_pairs(setup.queries, setup.relation)]
+    return list(DATASET_SEARCH)
+
+
+def _query_pair(setup: AuditSetup, spec: str) -> Pair:
+    assert setup.queries is not None
+    if spec in PAIR_GENERATORS:
+        raise InputError(
+            f"{spec!r} makes a pair of datasets, but {setup.name} takes a vector of "
+            f"{setup.queries} query answers: give 'search', a pattern "
+            f"({', '.join(QUERY_PATTERNS)}) or module:function")
+    a, b = query_pair(spec, setup.queries, setup.relation)
+    return Pair(spec, a, b)
+
+
+def _dataset_pair(setup: AuditSetup, spec: str, rng: np.random.Generator) -> Pair:
+    if spec in QUERY_PATTERNS:
+        raise InputError(f"{spec!r} is a pattern of query answers, but {setup.name} takes a "
+                         "dataset: declare its input (queries=K) or give a dataset generator")
+    if setup.registered:
+        assert setup.problem is not None
+        base = setup.problem.data
+    elif spec in PAIR_GENERATORS:
+        n = int(setup.params.get("n", DEFAULT_USER_N))
+        d = int(setup.params.get("d", DEFAULT_USER_D))
+        base, _ = synthetic_classification(n, d, rng)
+    else:
+        base = Dataset(np.zeros((1, 1)), np.zeros(1))  # make_pair raises, naming them all
+    np_ = make_pair(spec, base, rng, setup.relation)
+    return Pair(spec, np_.D, np_.D_prime, np_)
+
+
+def _user_pairs(spec: str) -> list[Pair]:
     try:
         res = load_callable(spec)()
     except InputError:
@@ -217,6 +379,20 @@ def _settle_relation(setup: AuditSetup, pairs: Sequence[Pair]) -> None:
                          "separately or state --relation")
     if found:
         setup.relation = next(iter(found))
+    if isinstance(res, tuple) and len(res) == 2:
+        return [_as_pair(spec, res)]
+    if isinstance(res, list) and res and all(isinstance(r, tuple) and len(r) == 2
+                                             for r in res):
+        return [_as_pair(f"{spec}[{i}]", r) for i, r in enumerate(res)]
+    raise InputError(f"neighbour function {spec} must return (D, D_prime) or a list of such "
+                     f"pairs, got {type(res).__name__}")
+
+
+def _as_pair(label: str, res: tuple[Any, Any]) -> Pair:
+    pr = None
+    if isinstance(res[0], Dataset) and isinstance(res[1], Dataset):
+        pr = NeighbourPair.from_datasets(res[0], res[1], label)
+    return Pair(label, res[0], res[1], pr)
 
 
 def executor_kwargs(execution: Execution | None) -> dict[str, Any]:

@@ -186,7 +186,7 @@ def target_info(target: str, params: Mapping[str, Any] | None = None,
     from dpverify.registry import is_registered_target, resolve
 
     if not is_registered_target(target):
-        return None
+        return declared_target_info(target)
     try:
         t = resolve(target)
     except InputError:
@@ -212,6 +212,42 @@ def target_info(target: str, params: Mapping[str, Any] | None = None,
         "findings": [{"summary": f.summary, "source": f.source,
                       "detected_by": list(f.detected_by)} for f in t.variant.findings],
     }
+
+
+def declared_target_info(target: str) -> dict[str, Any] | None:
+    """What a ``module:function`` declares of itself (its claim, the source it follows,
+    a known epsilon above the claim as a finding); ``None`` where it declares nothing.
+
+    Examples
+    --------
+    >>> declared_target_info("algorithms.catalogue:svt4")["claim"]["delta"]
+    0.0
+    >>> declared_target_info("math:sqrt") is None
+    True
+    """
+    from dpverify.errors import InputError
+    from dpverify.registry import load_callable
+
+    try:
+        decl = getattr(load_callable(target), "dpverify_declaration", None)
+    except InputError:
+        return None
+    if decl is None:
+        return None
+    module, _, name = target.partition(":")
+    findings = []
+    if decl.epsilon_true is not None and decl.epsilon is not None and \
+            decl.epsilon_true > decl.epsilon:
+        findings.append({"summary": f"true epsilon {fmt(decl.epsilon_true)} exceeds the "
+                                    f"claimed {fmt(decl.epsilon)}", "source": decl.source,
+                         "detected_by": ["audit"]})
+    return {"target": target, "algorithm": module, "variant": name, "kind": "user",
+            "group": USER_GROUP, "group_title": "Targets given as module:function",
+            "source": decl.source, "algorithm_description": f"declared mechanisms of {module}",
+            "description": decl.source,
+            "claim": {"epsilon": decl.epsilon, "delta": decl.delta, "rho": None,
+                      "relation": decl.relation or "add_remove"},
+            "utility": None, "findings": findings}
 
 
 # Statements -------------------------------------------------------------------------------
