@@ -280,27 +280,12 @@ def make_pairs(setup: AuditSetup, neighbours: str | Sequence[str] | None) -> lis
         raise InputError("no neighbouring-pair generator given")
     specs = [x for spec in specs for x in _expand_search(setup, spec)]
     seeds = seed_streams(seed_streams(setup.seed, SEED_PAIRS + 1)[SEED_PAIRS], len(specs))
-    mine = {i: _user_pair(spec) for i, spec in enumerate(specs)
-            if not setup.registered and spec not in PAIR_GENERATORS and ":" in spec}
-    _settle_relation(setup, [p for p in mine.values() if p.pair is not None])
+    mine = {i: _user_pairs(spec) for i, spec in enumerate(specs) if ":" in spec}
+    _settle_relation(setup, [p for ps in mine.values() for p in ps if p.pair is not None])
     out: list[Pair] = []
     for i, (spec, ss) in enumerate(zip(specs, seeds, strict=True)):
-        rng = np.random.default_rng(ss)
         if i in mine:
-            out.append(mine[i])
-        elif setup.registered:
-            assert setup.problem is not None
-            np_ = make_pair(spec, setup.problem.data, rng, setup.relation)
-            out.append(Pair(spec, np_.D, np_.D_prime, np_))
-        elif spec in PAIR_GENERATORS:
-            n = int(setup.params.get("n", DEFAULT_USER_N))
-            d = int(setup.params.get("d", DEFAULT_USER_D))
-            base, _ = synthetic_classification(n, d, rng)
-            np_ = make_pair(spec, base, rng, setup.relation)
-            out.append(Pair(spec, np_.D, np_.D_prime, np_))
-    for spec, ss in zip(specs, seeds, strict=True):
-        if ":" in spec:
-            out.extend(_user_pairs(spec))
+            out.extend(mine[i])
         elif setup.queries is not None:
             out.append(_query_pair(setup, spec))
         else:
@@ -308,9 +293,6 @@ def make_pairs(setup: AuditSetup, neighbours: str | Sequence[str] | None) -> lis
     return out
 
 
-def _user_pair(spec: str) -> Pair:
-    """Call a user's pair function; its datasets (or ``(X, y)`` tuples, or arrays) give the
-    relation, while the target receives exactly what the function returned."""
 def _expand_search(setup: AuditSetup, spec: str) -> list[str]:
     if spec != "search":
         return [spec]
@@ -348,20 +330,29 @@ def _dataset_pair(setup: AuditSetup, spec: str, rng: np.random.Generator) -> Pai
 
 
 def _user_pairs(spec: str) -> list[Pair]:
+    """Call a user's pair function; its datasets (or ``(X, y)`` tuples, or arrays) give the
+    relation, while the target receives exactly what the function returned."""
     try:
         res = load_callable(spec)()
     except InputError:
         raise
     except Exception as e:
         raise InputError(f"neighbour function {spec} raised {type(e).__name__}: {e}") from e
-    if not (isinstance(res, tuple) and len(res) == 2):
-        raise InputError(f"neighbour function {spec} must return (D, D_prime), "
-                         f"got {type(res).__name__}")
+    if isinstance(res, tuple) and len(res) == 2:
+        return [_as_pair(spec, res)]
+    if isinstance(res, list) and res and all(isinstance(r, tuple) and len(r) == 2
+                                             for r in res):
+        return [_as_pair(f"{spec}[{i}]", r) for i, r in enumerate(res)]
+    raise InputError(f"neighbour function {spec} must return (D, D_prime) or a list of such "
+                     f"pairs, got {type(res).__name__}")
+
+
+def _as_pair(label: str, res: tuple[Any, Any]) -> Pair:
     try:
         D, D2 = as_dataset(res[0]), as_dataset(res[1])
     except (TypeError, ValueError, InputError):  # objects of the user's own: no relation
-        return Pair(spec, res[0], res[1], None)
-    return Pair(spec, res[0], res[1], NeighbourPair.from_datasets(D, D2, spec))
+        return Pair(label, res[0], res[1], None)
+    return Pair(label, res[0], res[1], NeighbourPair.from_datasets(D, D2, label))
 
 
 def _settle_relation(setup: AuditSetup, pairs: Sequence[Pair]) -> None:
@@ -379,20 +370,6 @@ def _settle_relation(setup: AuditSetup, pairs: Sequence[Pair]) -> None:
                          "separately or state --relation")
     if found:
         setup.relation = next(iter(found))
-    if isinstance(res, tuple) and len(res) == 2:
-        return [_as_pair(spec, res)]
-    if isinstance(res, list) and res and all(isinstance(r, tuple) and len(r) == 2
-                                             for r in res):
-        return [_as_pair(f"{spec}[{i}]", r) for i, r in enumerate(res)]
-    raise InputError(f"neighbour function {spec} must return (D, D_prime) or a list of such "
-                     f"pairs, got {type(res).__name__}")
-
-
-def _as_pair(label: str, res: tuple[Any, Any]) -> Pair:
-    pr = None
-    if isinstance(res[0], Dataset) and isinstance(res[1], Dataset):
-        pr = NeighbourPair.from_datasets(res[0], res[1], label)
-    return Pair(label, res[0], res[1], pr)
 
 
 def executor_kwargs(execution: Execution | None) -> dict[str, Any]:
