@@ -260,6 +260,57 @@ def canary_nonfinite(
     return _make_pair(D, x, 1.0, relation, "nonfinite")
 
 
+def least_used_direction(D: Dataset, rng: np.random.Generator) -> np.ndarray:
+    """A unit vector the data span least: orthogonal to them when n < d, else the right
+    singular vector of X with the smallest singular value (the direction of ClipBKD,
+    Jagielski, Ullman, Oprea 2020).
+
+    Examples
+    --------
+    >>> X = np.array([[1.0, 0.0], [2.0, 0.0], [3.0, 0.1]])
+    >>> np.round(np.abs(least_used_direction(Dataset(X, np.zeros(3)),
+    ...                                      np.random.default_rng(0))), 2).tolist()
+    [0.02, 1.0]
+    """
+    if D.n < D.d:
+        return _fresh_direction(D, rng)
+    _, _, vt = np.linalg.svd(D.X, full_matrices=False)
+    return vt[-1] / np.linalg.norm(vt[-1])
+
+
+def canary_worst_case(
+    D: Dataset, rng: np.random.Generator, relation: str = "add_remove", *,
+    clip: float | None = None,
+) -> NeighbourPair:
+    """A record that attains a declared clip norm at every step, where the data are not.
+
+    Its features are a unit vector the data use least (:func:`least_used_direction`)
+    scaled to ``min(clip, 1)`` (records stay in the unit ball of the test problems), with
+    a label that fights the data. Under a sum of records clipped to ``clip``, or a sum of
+    per-sample gradients of the linear loss -y <x, theta> (gradient -y x, the same at
+    every theta) clipped to ``clip``, it moves every release by exactly the declared
+    sensitivity: the worst case of the accountant's analysis, the Dirac canary gradient of
+    white-box audits (Nasr et al. 2023, "Tight auditing of DP ML"). Under replace-one the
+    other world holds the opposite record, so the difference is twice that, as the
+    sensitivity 2 clip says.
+
+    Examples
+    --------
+    >>> D, _ = synthetic_classification(50, 3, np.random.default_rng(0))
+    >>> p = canary_worst_case(D, np.random.default_rng(1), clip=1.0)
+    >>> p.relation, round(float(np.linalg.norm(p.D.X[0])), 12), p.D.n - p.D_prime.n
+    ('add_remove', 1.0, 1)
+    """
+    x = min(float(clip), 1.0) * least_used_direction(D, rng) if clip else \
+        least_used_direction(D, rng)
+    y = -1.0 if np.mean(D.y) >= 0 else 1.0
+    check_relation(relation)
+    if relation == "replace_one":
+        return NeighbourPair(D.replaced(0, x, y), D.replaced(0, -x, y), "replace_one", 0,
+                             "worst_case")
+    return _make_pair(D, x, y, relation, "worst_case")
+
+
 def random_pair(
     D: Dataset, rng: np.random.Generator, relation: str = "add_remove"
 ) -> NeighbourPair:
@@ -274,6 +325,7 @@ def random_pair(
 
 
 PAIR_GENERATORS: dict[str, PairGenerator] = {
+    "worst_case": canary_worst_case,
     "fresh_direction": canary_fresh_direction,
     "clip_boundary": canary_clip_boundary,
     "outlier": canary_outlier,

@@ -30,13 +30,16 @@ import numpy as np
 
 from dpverify.audit import stats
 from dpverify.audit.distinguishers import resolve_distinguishers, safe_scores
+from dpverify.audit.power import DETECT_PROBABILITY, threshold_test_power
 from dpverify.audit.result import AuditResult
 from dpverify.audit.targets import (
+    AUTO_NEIGHBOURS,
     SEED_FIT,
     SEED_SAMPLES,
     accountant_epsilon,
     make_pairs,
     prepare,
+    resolve_neighbours,
     sample,
 )
 from dpverify.errors import InputError, check_positive, check_probability
@@ -68,7 +71,7 @@ def audit_blackbox(
     *,
     epsilon: float | None = None,
     delta: float | None = None,
-    neighbours: str | Sequence[str] = "fresh_direction",
+    neighbours: str | Sequence[str] = AUTO_NEIGHBOURS,
     trials: int = 100_000,
     confidence: float = 0.95,
     distinguisher: str | Sequence[str] = "auto",
@@ -83,6 +86,7 @@ def audit_blackbox(
     backend: str = "numpy",
     execution: Execution | None = None,
     accountant: bool = True,
+    detect_probability: float = DETECT_PROBABILITY,
 ) -> AuditResult:
     """Black-box epsilon lower bound of ``target`` from ``trials`` runs per neighbour.
 
@@ -94,9 +98,12 @@ def audit_blackbox(
     epsilon, delta
         The claim to test; for a registered target they default to its own claim.
     neighbours
-        Pair generators: built-in names (``fresh_direction``, ``clip_boundary``,
-        ``outlier``, ``nonfinite``, ``random``) or ``module:function`` returning
-        ``(D, D_prime)``; several, comma-separated, are searched on the selection split.
+        Pair generators: built-in names (``worst_case``, ``fresh_direction``,
+        ``clip_boundary``, ``outlier``, ``nonfinite``, ``random``) or ``module:function``
+        returning ``(D, D_prime)``; several, comma-separated, are searched on the
+        selection split. ``auto`` (default): the worst-case canary where the target
+        declares a clip (:func:`~dpverify.audit.targets.resolve_neighbours`), else
+        ``fresh_direction``.
     trials
         Runs on each dataset of each pair.
     confidence
@@ -113,13 +120,17 @@ def audit_blackbox(
     accountant
         Whether to account the target's ledger for ``epsilon_accountant`` (skipped in
         repeated self-tests, where it is the same every time).
+    detect_probability
+        The probability at which ``epsilon_detectable`` is caught.
 
     Returns
     -------
     AuditResult
         ``epsilon_lower`` from the chosen bound; ``details`` holds the CP bound (and the
         GDP bound when asked for), the pair and distinguisher that achieved it;
-        ``evidence["test"]`` the test's threshold and held-out counts.
+        ``evidence["test"]`` the test's threshold and held-out counts;
+        ``epsilon_detectable`` what the chosen test, with its held-out sizes and level,
+        catches with ``detect_probability`` (:func:`~dpverify.audit.power.threshold_test_power`).
 
     Examples
     --------
@@ -135,7 +146,7 @@ def audit_blackbox(
     dists = resolve_distinguishers(distinguisher)
     setup = prepare(target, epsilon=epsilon, delta=delta, params=params, seed=seed,
                     scale=scale, relation=relation, backend=backend)
-    pairs = make_pairs(setup, neighbours)
+    pairs = make_pairs(setup, resolve_neighbours(setup, neighbours))
     n_fit, n_sel, n_test = stats.split_sizes(trials, splits)
 
     sample_root = seed_streams(seed, SEED_SAMPLES + 1)[SEED_SAMPLES]
@@ -181,6 +192,7 @@ def audit_blackbox(
         "pair": pair_label,
         "distinguisher": dist_label,
         "relation": setup.relation,
+        "instance": list(setup.notes),
     }
     evidence = {
         "test": chosen.to_dict(),
@@ -196,6 +208,9 @@ def audit_blackbox(
         sign = -1.0 if chosen.label.endswith(" (reversed)") else 1.0
         evidence["roc"] = stats.roc_points(sign * match.test_pos, sign * match.test_neg)
     assumptions = [GDP_ASSUMPTION] if bound == "gdp" else []
-    return AuditResult(setup.name, "blackbox", chosen.epsilon, setup.epsilon_claimed, eps_acc,
-                       setup.delta, confidence, trials, "gdp" if bound == "gdp" else "cp",
-                       details, evidence, assumptions)
+    res = AuditResult(setup.name, "blackbox", chosen.epsilon, setup.epsilon_claimed, eps_acc,
+                      setup.delta, confidence, trials, "gdp" if bound == "gdp" else "cp",
+                      details, evidence, assumptions)
+    return res.with_power(threshold_test_power(
+        chosen.n_pos, chosen.n_neg, alpha=chosen.alpha, delta=setup.delta,
+        epsilon=setup.epsilon_claimed, method=chosen.method, probability=detect_probability))

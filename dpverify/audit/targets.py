@@ -20,10 +20,12 @@ import numpy as np
 
 from dpverify.accounting import account_ledger, claimed_epsilon
 from dpverify.claims import PrivacyClaim, check_relation
+from dpverify.curator import Ledger
 from dpverify.data import (
     PAIR_GENERATORS,
     Dataset,
     NeighbourPair,
+    canary_worst_case,
     make_pair,
     synthetic_classification,
 )
@@ -63,6 +65,8 @@ class AuditSetup:
     fn: Callable[..., Any] | None = None
     seed: int = 0
     backend: str = "numpy"
+    given: frozenset[str] = frozenset()  # the parameters the user set
+    notes: list[str] = field(default_factory=list)  # how the audit instance was chosen
 
     @property
     def registered(self) -> bool:
@@ -118,7 +122,8 @@ def prepare(
         eps = epsilon if epsilon is not None else claimed_epsilon(claim, d)
         problem = build_problem(t, p, seed)
         return AuditSetup(t.id, float(eps), float(d), relation or claim.relation, t, p,
-                          problem, claim, seed=seed, backend=backend)
+                          problem, claim, seed=seed, backend=backend,
+                          given=frozenset(params))
     if ":" in target:
         try:
             fn = load_callable(target)
@@ -133,6 +138,51 @@ def prepare(
                           fn=fn, seed=seed, backend=backend)
     resolve(target)  # raises UnknownTargetError naming the registered algorithms
     raise UnknownTargetError(f"unknown target {target!r}")  # pragma: no cover
+
+
+AUTO_NEIGHBOURS = "auto"
+# The loss under which a clipped per-sample gradient is the same at every iterate.
+WORST_CASE_LOSS = "linear"
+
+
+def resolve_neighbours(setup: AuditSetup, neighbours: str | Sequence[str]
+                       ) -> str | Sequence[str]:
+    """``auto``: the worst-case canary where the target declares a clip, else fresh_direction.
+
+    The canary (:func:`~dpverify.data.canary_worst_case`) attains the clip norm. For a
+    target whose per-sample gradients of a loss are clipped (a ``loss`` parameter the
+    user left at its default), the audit instance takes the linear loss, whose gradient
+    -y x keeps the canary at the clip norm at every step: clipping makes the claim hold
+    for every loss, so this is the worst case the claim covers (a logistic canary's
+    gradient shrinks as the model fits it, and the audit sees less than the accountant
+    charges). The choice is recorded in ``setup.notes``.
+
+    Examples
+    --------
+    >>> s = prepare("noisy_gd:sound", params={"T": 3})
+    >>> resolve_neighbours(s, "auto"), s.params["loss"]
+    ('worst_case', 'linear')
+    >>> s = prepare("noisy_gd:sound", params={"T": 3, "loss": "logistic"})
+    >>> resolve_neighbours(s, "auto"), s.params["loss"]
+    ('worst_case', 'logistic')
+    """
+    if neighbours != AUTO_NEIGHBOURS:
+        return neighbours
+    if not setup.registered or setup.params.get("clip") is None:
+        return "fresh_direction"
+    loss = setup.params.get("loss")
+    if loss is not None and "loss" not in setup.given and loss != WORST_CASE_LOSS:
+        assert setup.target is not None
+        params = {**setup.params, "loss": WORST_CASE_LOSS}
+        try:
+            problem = build_problem(setup.target, params, setup.seed)
+        except InputError:
+            return "worst_case"  # the problem has no linear loss: keep the target's own
+        setup.params, setup.problem = params, problem
+        setup.notes.append(f"audit instance: loss = {WORST_CASE_LOSS} instead of {loss} "
+                           "(clipped per-sample gradients: the canary stays at the clip "
+                           "norm at every step; give --param loss=... to keep another)")
+    return "worst_case"
 
 
 def _as_list(spec: str | Sequence[str]) -> list[str]:
@@ -159,7 +209,11 @@ def make_pairs(setup: AuditSetup, neighbours: str | Sequence[str]) -> list[Pair]
         rng = np.random.default_rng(ss)
         if setup.registered:
             assert setup.problem is not None
-            np_ = make_pair(spec, setup.problem.data, rng, setup.relation)
+            if spec == "worst_case":
+                np_ = canary_worst_case(setup.problem.data, rng, setup.relation,
+                                        clip=setup.params.get("clip"))
+            else:
+                np_ = make_pair(spec, setup.problem.data, rng, setup.relation)
             out.append(Pair(spec, np_.D, np_.D_prime, np_))
         elif spec in PAIR_GENERATORS:
             n = int(setup.params.get("n", DEFAULT_USER_N))
@@ -261,6 +315,20 @@ def sample(setup: AuditSetup, data: Any, trials: int, seed: np.random.SeedSequen
                                      **executor_kwargs(execution)), axis=0)
 
 
+def plain_ledger(setup: AuditSetup) -> Ledger:
+    """The ledger of one plain run of a registered target (what its accountant reads).
+
+    Examples
+    --------
+    >>> len(plain_ledger(prepare("noisy_gd:sound", params={"T": 3})))
+    3
+    """
+    assert setup.target is not None and setup.problem is not None
+    ss = seed_streams(setup.seed, SEED_ACCOUNT + 1)[SEED_ACCOUNT]
+    _, cur = run_target(setup.target, setup.params, setup.problem, trials=1, rng=ss)
+    return cur.ledger
+
+
 def accountant_epsilon(setup: AuditSetup) -> tuple[float | None, str]:
     """epsilon_accountant of a registered target's ledger at the audit's delta.
 
@@ -274,11 +342,8 @@ def accountant_epsilon(setup: AuditSetup) -> tuple[float | None, str]:
     """
     if not setup.registered:
         return None, "a callable has no ledger"
-    assert setup.target is not None and setup.problem is not None
-    ss = seed_streams(setup.seed, SEED_ACCOUNT + 1)[SEED_ACCOUNT]
-    _, cur = run_target(setup.target, setup.params, setup.problem, trials=1, rng=ss)
     try:
-        res = account_ledger(cur.ledger, setup.delta, setup.relation)
+        res = account_ledger(plain_ledger(setup), setup.delta, setup.relation)
     except InputError as e:
         return None, str(e)
     return float(res.epsilon), "pld" if not math.isnan(res.by_accountant.get("pld", math.nan)) \

@@ -34,7 +34,7 @@ from dpverify.mia.core import DEFAULT_TRIALS, membership_inference
 
 OPTIONS = {"epsilon", "delta", "trials", "attack", "design", "pool", "records", "confidence",
            "splits", "statistic", "data", "nonmembers", "auc_test", "relation", "block_size",
-           "accountant"}
+           "accountant", "detect_probability"}
 
 
 def options_for(spec_options: Mapping[str, Any], ctx: RunContext,
