@@ -363,6 +363,57 @@ def make_pair(
     )
 
 
+def check_finite(obj: object, where: str) -> None:
+    """Raise :class:`InputError` naming ``where`` and the value if ``obj`` holds NaN or inf.
+
+    ``obj`` is a Dataset, an array, or tuples, lists and dicts of them (whatever a user's
+    pair or data function returns); non-numeric leaves are left alone. A Dataset built
+    with ``allow_nonfinite`` (the deliberate ``nonfinite`` canary) passes.
+
+    Examples
+    --------
+    >>> check_finite((np.zeros((2, 2)), np.ones(2)), "pair D")
+    >>> try:
+    ...     check_finite((np.array([[0.0, np.nan]]), np.ones(1)), "neighbour function m:pair, D")
+    ... except InputError as e:
+    ...     print(e)
+    neighbour function m:pair, D[0] holds nan at index (0, 1): data must be finite numbers
+    """
+    if isinstance(obj, Dataset):
+        if not obj.allow_nonfinite:
+            check_finite((obj.X, obj.y), where)
+        return
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            check_finite(v, f"{where}[{k!r}]")
+        return
+    arr = _numeric(obj)
+    if arr is None:
+        if isinstance(obj, (tuple, list)):
+            for i, v in enumerate(obj):
+                check_finite(v, f"{where}[{i}]")
+        return
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        shown = idx[0] if len(idx) == 1 else idx
+        raise InputError(f"{where} holds {arr[idx]} at index {shown}: data must be finite "
+                         "numbers")
+
+
+def _numeric(obj: object) -> np.ndarray | None:
+    """``obj`` as a numeric (real or complex) array, or None if it is not one."""
+    if isinstance(obj, (str, bytes)) or obj is None:
+        return None
+    try:
+        arr = np.asarray(obj)
+    except (ValueError, TypeError):  # ragged: a tuple (X, y) of different shapes
+        return None
+    if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
+        return None
+    return arr
+
+
 def as_dataset(obj: object) -> Dataset:
     """Coerce a Dataset, an ``(X, y)`` tuple or a bare array (labels zero) to a Dataset."""
     if isinstance(obj, Dataset):

@@ -2,13 +2,17 @@
 
 Three auditors share one statistics layer (:mod:`dpverify.audit.stats`) and one record
 (:class:`AuditResult`: epsilon_lower, epsilon_accountant, epsilon_claimed, confidence,
-trials, tightness):
+trials, tightness, and epsilon_detectable: what the test could have caught,
+:mod:`dpverify.audit.power`):
 
 * :func:`audit_blackbox`: distinguishing tests on the outputs of any target, registered
   or a user's ``module:function``, over neighbouring pairs;
 * :func:`audit_whitebox`: the exact privacy loss of every transcript of a curator
   algorithm, from replay on neighbours;
-* :func:`audit_onerun`: Steinke, Nasr and Jagielski's one-run audit with m canaries.
+* :func:`audit_onerun`: Steinke, Nasr and Jagielski's one-run audit with m canaries;
+* :func:`audit_sequential`: black-box or white-box audits in rounds, until a violation is
+  proven or the test could catch one of a given size (anytime-valid:
+  :mod:`dpverify.audit.betting`).
 
 Importing this package registers the ``audit`` check kind.
 
@@ -29,7 +33,9 @@ from dpverify.audit.onerun import (
     one_run_bound,
     one_run_p_value,
 )
+from dpverify.audit.power import Power, threshold_test_power
 from dpverify.audit.result import AuditResult
+from dpverify.audit.sequential import Schedule, audit_sequential
 from dpverify.audit.stats import (
     ScoreSplit,
     ThresholdBound,
@@ -50,12 +56,15 @@ from dpverify.audit.whitebox import audit_whitebox, release_privacy_loss, transc
 __all__ = [
     "DISTINGUISHERS",
     "AuditResult",
+    "Power",
+    "Schedule",
     "ScoreSplit",
     "ThresholdBound",
     "audit",
     "audit_blackbox",
     "audit_check",
     "audit_onerun",
+    "audit_sequential",
     "audit_whitebox",
     "bound_from_scores",
     "clopper_pearson",
@@ -72,6 +81,7 @@ __all__ = [
     "one_run_p_value",
     "privacy_profile",
     "release_privacy_loss",
+    "threshold_test_power",
     "resolve_distinguishers",
     "transcript_privacy_loss",
 ]

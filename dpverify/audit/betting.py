@@ -32,12 +32,15 @@ fractions of it that the mixture averages over.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from dpverify.audit import power as power_mod
 from dpverify.audit import stats
 from dpverify.audit.power import DETECT_PROBABILITY, Power, reference_for, smallest_detected
 from dpverify.audit.power import gdp_mu_for_epsilon as _mu_for
@@ -51,9 +54,14 @@ _KELLY_STEPS = 32
 # thresholds whose tail counts are zero by luck out, without the timidity of stricter ones
 # (tuned on Gaussian pairs: 99% bounds waited twice as long to bet on a violation).
 BET_LEVEL = 0.2
+# Sample sizes up to which CP bounds of counts are tabulated.
+_TABLE_MAX = 20000
 # Monte Carlo replicates behind a detection probability, and their seed.
 POWER_REPLICATES = 4000
 POWER_SEED = 20230813
+# The simulated e-process: runs per parameter, and the largest selection sample per world.
+SIM_REPLICATES = 64
+SIM_SELECTION = 10000
 
 
 def cell_values(epsilon: float, delta: float) -> tuple[np.ndarray, float]:
@@ -101,6 +109,13 @@ def kelly(probs: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray
     """
     cap = STAKE_CAP / float(-values.min())
     p = np.asarray(probs, dtype=float)
+    gain = p @ values  # the slope at 0: only tests with a positive one are worth a stake
+    if p.ndim == 2 and not np.all(gain > 0):
+        lam, growth = np.zeros(p.shape[0]), np.zeros(p.shape[0])
+        keep = gain > 0
+        if keep.any():
+            lam[keep], growth[keep] = kelly(p[keep], values)
+        return lam, growth
 
     def slope(lam: np.ndarray) -> np.ndarray:
         return np.sum(p * values / (1.0 + lam[..., None] * values), axis=-1)
@@ -201,11 +216,22 @@ def bet_menu(select_pos: list[np.ndarray], select_neg: list[np.ndarray], *,
     for ci, (pos, neg) in enumerate(zip(select_pos, select_neg, strict=True)):
         th = stats.candidate_thresholds(pos, neg)
         sp, sn = np.sort(pos), np.sort(neg)
-        fpr = stats.clopper_pearson(stats.tail_counts(sn, th), max(sn.size, 1), level)
-        fnr = stats.clopper_pearson(sp.size - stats.tail_counts(sp, th), max(sp.size, 1),
-                                    level)
+        fpr = _upper(stats.tail_counts(sn, th), sn.size, level)
+        fnr = _upper(sp.size - stats.tail_counts(sp, th), sp.size, level)
         parts.append((np.full(th.size, ci), th, fpr, fnr))
     return Menu(*(np.concatenate([p[i] for p in parts]) for i in range(4)))
+
+
+def _upper(counts: np.ndarray, n: int, level: float) -> np.ndarray:
+    """Clopper-Pearson upper bounds of counts out of n (tabulated for small n)."""
+    if n <= _TABLE_MAX:
+        return _upper_table(int(n), float(level))[counts]
+    return stats.clopper_pearson(counts, max(n, 1), level)
+
+
+@functools.lru_cache(maxsize=64)
+def _upper_table(n: int, level: float) -> np.ndarray:
+    return stats.clopper_pearson(np.arange(n + 1), max(n, 1), level)
 
 
 def plan_bets(menu: Menu, epsilons: np.ndarray, delta: float) -> list[Bet | None]:
@@ -276,3 +302,142 @@ def betting_power(pairs: int, *, alpha: float, delta: float, epsilon: float,
     eps = ref.epsilon(theta, delta) if math.isfinite(theta) else math.inf
     return Power(float(eps), probability, ref.name, theta, "betting",
                  f"e-process after {int(pairs)} pairs, Monte Carlo ({POWER_REPLICATES} draws)")
+
+
+def sequential_power(looks: Sequence[int], *, alpha: float, delta: float, epsilon: float,
+                     probability: float = DETECT_PROBABILITY, upto: int | None = None,
+                     replicates: int = SIM_REPLICATES) -> Power:
+    """Detectable epsilon of the black-box e-process by look ``upto`` (default: the last).
+
+    The rounds of :func:`dpverify.audit.sequential.audit_sequential_blackbox` are
+    simulated on the reference mechanism (:func:`detection_rates`); the smallest parameter
+    whose rejection rate by that look reaches ``probability`` is found by bisection
+    (common random numbers keep the rate monotone enough to bisect).
+
+    Examples
+    --------
+    >>> p = sequential_power([2000, 4000, 8000, 16000, 32000], alpha=0.05, delta=1e-5,
+    ...                      epsilon=1.0)
+    >>> p.method, 1.5 < p.epsilon < 3.5
+    ('betting', True)
+    """
+    k = len(looks) - 1 if upto is None else int(upto)
+    return _sequential_power(tuple(int(x) for x in looks[:k + 1]), float(alpha),
+                             float(delta), float(epsilon), float(probability), replicates)
+
+
+@functools.lru_cache(maxsize=32)
+def _sequential_power(looks: tuple[int, ...], alpha: float, delta: float, epsilon: float,
+                      probability: float, replicates: int) -> Power:
+    ref = reference_for(delta)
+    k = len(looks) - 1
+    if k < 1:
+        return Power(math.inf, probability, ref.name, None, "betting", "no bet yet")
+    sim = Simulation(ref, list(looks), alpha, delta, epsilon, replicates)
+    start = _mu_for(epsilon, delta) if ref.name == "gaussian" else epsilon
+    theta = smallest_detected(lambda t: float(sim.rejected_by_look(t)[k]), probability,
+                              max(start, 1e-3), 30.0 if ref.name == "gaussian" else
+                              50.0 * epsilon + 50.0, rtol=1e-2)
+    eps = ref.epsilon(theta, delta) if math.isfinite(theta) else math.inf
+    return Power(float(eps), probability, ref.name, theta, "betting",
+                 f"e-process simulated ({replicates} runs) up to {looks[k]} trials")
+
+
+def detection_rates(looks: Sequence[int], epsilon_true: float, *, alpha: float, delta: float,
+                    epsilon: float, replicates: int = SIM_REPLICATES) -> np.ndarray:
+    """P[the e-process rejects the claim ``epsilon`` by each look] when the reference
+    mechanism has epsilon ``epsilon_true`` (simulated, see :class:`Simulation`).
+
+    Examples
+    --------
+    >>> r = detection_rates([2000, 4000, 8000, 16000], 4.0, alpha=0.05, delta=1e-5,
+    ...                     epsilon=1.0)
+    >>> r[0], r[-1] > 0.9
+    (0.0, True)
+    """
+    return _detection_rates(tuple(int(x) for x in looks), float(epsilon_true), float(alpha),
+                            float(delta), float(epsilon), replicates).copy()
+
+
+@functools.lru_cache(maxsize=32)
+def _detection_rates(looks: tuple[int, ...], epsilon_true: float, alpha: float,
+                     delta: float, epsilon: float, replicates: int) -> np.ndarray:
+    ref = reference_for(delta)
+    theta = (power_mod.gdp_mu_for_epsilon(epsilon_true, delta) if ref.name == "gaussian"
+             else epsilon_true)
+    return Simulation(ref, list(looks), alpha, delta, epsilon, replicates).rejected_by_look(
+        theta)
+
+
+class Simulation:
+    """The black-box e-process run on the reference mechanism's likelihood-ratio score.
+
+    No bet in the first round; at each later one a bet planned (:func:`bet_menu`,
+    :func:`plan_bets`) on a selection sample as large as half the runs so far (at most
+    :data:`SIM_SELECTION` per world, which only makes the bets worse), settled on the
+    round's runs (their outcome counts drawn from the four-cell multinomial), and the
+    claim rejected once the mixture's wealth reaches 1/alpha; ``replicates`` runs with
+    common random numbers for every parameter. The distinguisher is taken as known, so
+    where it must be learnt from the outputs the power is lower.
+    """
+
+    def __init__(self, ref: Any, looks: list[int], alpha: float, delta: float,
+                 epsilon: float, replicates: int) -> None:
+        self.ref, self.looks, self.delta, self.epsilon = ref, looks, delta, epsilon
+        self.target = math.log(1.0 / alpha)
+        self.values, _ = cell_values(epsilon, delta)
+        rng = np.random.default_rng(POWER_SEED)
+        draw = rng.standard_normal if ref.noise == "normal" else rng.laplace
+        self.z = [np.sort(draw(size=(2, replicates, min(looks[k - 1] // 2, SIM_SELECTION))),
+                          axis=2) for k in range(1, len(looks))]
+        self.replicates = replicates
+
+    def rejected_by_look(self, theta: float) -> np.ndarray:
+        """P[the claim is rejected by look k], for every look."""
+        R = self.replicates
+        rng = np.random.default_rng(POWER_SEED + 1)
+        logw = np.zeros((R, len(STAKE_SCALES)))
+        first = np.full(R, len(self.looks))
+        for k in range(1, len(self.looks)):
+            chunk = self.looks[k] - self.looks[k - 1]
+            zp, zn = self.z[k - 1]
+            for r in range(R):
+                counts, stake = self._round(theta, zp[r], zn[r], chunk, rng)
+                if counts is not None:
+                    logw[r] += log_wealth(counts, stake, self.values)
+            mix = np.array([mixture_log(row) for row in logw])
+            first = np.where((mix >= self.target) & (first > k), k, first)
+        return np.array([np.mean(first <= k) for k in range(len(self.looks))])
+
+    def _round(self, theta: float, zp: np.ndarray, zn: np.ndarray, chunk: int,
+               rng: np.random.Generator) -> tuple[np.ndarray | None, float]:
+        pos, neg = self.ref.scores(theta, zp, zn)
+        parts = []
+        # The score and its reverse, as the audit offers both (sorted: negate and flip).
+        for ci, (p, n) in enumerate(((pos, neg), (-pos[::-1], -neg[::-1]))):
+            th = _sorted_thresholds(p, n)
+            parts.append((np.full(th.size, ci), th,
+                          _upper(stats.tail_counts(n, th), n.size, BET_LEVEL),
+                          _upper(p.size - stats.tail_counts(p, th), p.size, BET_LEVEL)))
+        menu = Menu(*(np.concatenate([q[i] for q in parts]) for i in range(4)))
+        bet = plan_bets(menu, np.array([self.epsilon]), self.delta)[0]
+        if bet is None:
+            return None, 0.0
+        sign = 1.0 if bet.candidate == 0 else -1.0
+        a, b = (float(v[0]) for v in self.ref.rates(theta, np.array([sign * bet.threshold])))
+        if sign < 0:  # the event "score <= -t": complements (continuous scores)
+            a, b = 1.0 - a, 1.0 - b
+        if bet.orientation == 1:
+            a, b = b, a
+        return rng.multinomial(chunk, cell_probabilities(a, b)), bet.stake
+
+
+def _sorted_thresholds(pos: np.ndarray, neg: np.ndarray, per_tail: int = 120) -> np.ndarray:
+    """Pooled score values at ranks dense in both tails (scores sorted), as the audit's
+    candidate thresholds are (:func:`~dpverify.audit.stats.candidate_thresholds`)."""
+    pooled = np.sort(np.concatenate([pos, neg]), kind="stable")  # two sorted runs: a merge
+    n = pooled.size
+    ranks = np.unique(np.geomspace(1, n / 2, per_tail).astype(int))
+    idx = np.unique(np.concatenate([ranks - 1, n - ranks, np.linspace(0, n - 1, 101)
+                                    .astype(int)]))
+    return pooled[idx]

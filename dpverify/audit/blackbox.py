@@ -86,7 +86,7 @@ def audit_blackbox(
     backend: str = "numpy",
     execution: Execution | None = None,
     accountant: bool = True,
-    detect_probability: float = DETECT_PROBABILITY,
+    detect_probability: float | None = DETECT_PROBABILITY,
 ) -> AuditResult:
     """Black-box epsilon lower bound of ``target`` from ``trials`` runs per neighbour.
 
@@ -121,7 +121,8 @@ def audit_blackbox(
         Whether to account the target's ledger for ``epsilon_accountant`` (skipped in
         repeated self-tests, where it is the same every time).
     detect_probability
-        The probability at which ``epsilon_detectable`` is caught.
+        The probability at which ``epsilon_detectable`` is caught (``None``: not computed,
+        for repeated self-tests).
 
     Returns
     -------
@@ -129,8 +130,9 @@ def audit_blackbox(
         ``epsilon_lower`` from the chosen bound; ``details`` holds the CP bound (and the
         GDP bound when asked for), the pair and distinguisher that achieved it;
         ``evidence["test"]`` the test's threshold and held-out counts;
-        ``epsilon_detectable`` what the chosen test, with its held-out sizes and level,
-        catches with ``detect_probability`` (:func:`~dpverify.audit.power.threshold_test_power`).
+        ``epsilon_detectable`` what a test chosen and counted on splits of these sizes,
+        at this level, catches with ``detect_probability``
+        (:func:`~dpverify.audit.power.threshold_test_power`).
 
     Examples
     --------
@@ -211,6 +213,9 @@ def audit_blackbox(
     res = AuditResult(setup.name, "blackbox", chosen.epsilon, setup.epsilon_claimed, eps_acc,
                       setup.delta, confidence, trials, "gdp" if bound == "gdp" else "cp",
                       details, evidence, assumptions)
+    if detect_probability is None:
+        return res
     return res.with_power(threshold_test_power(
         chosen.n_pos, chosen.n_neg, alpha=chosen.alpha, delta=setup.delta,
-        epsilon=setup.epsilon_claimed, method=chosen.method, probability=detect_probability))
+        epsilon=setup.epsilon_claimed, method=chosen.method, probability=detect_probability,
+        selection=(n_sel, n_sel)))

@@ -262,7 +262,7 @@ def audit_onerun(
     scores: str = "auto",
     canary_norm: float | None = None,
     backend: str = "numpy",
-    detect_probability: float = DETECT_PROBABILITY,
+    detect_probability: float | None = DETECT_PROBABILITY,
 ) -> AuditResult:
     """One-run epsilon lower bound with ``canaries`` records each included w.p. 1/2.
 
@@ -337,6 +337,8 @@ def audit_onerun(
         evidence["note"] = f"canaries overlap (d={d} < m={m}): still valid, but weaker"
     out = AuditResult(setup.name, "onerun", float(res["epsilon"]), setup.epsilon_claimed,
                       eps_acc, setup.delta, confidence, 1, "steinke", details, evidence)
+    if detect_probability is None:
+        return out
     return out.with_power(one_run_power(m, guesses, alpha=alpha, delta=setup.delta,
                                         epsilon=setup.epsilon_claimed,
                                         probability=detect_probability))

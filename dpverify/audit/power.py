@@ -39,6 +39,8 @@ DETECT_PROBABILITY = 0.9
 MU_MAX = 30.0
 # Thresholds of the reference tried exactly (the best by a cheap proxy).
 _EXACT_THRESHOLDS = 6
+# Selection splits are simulated with at most this many runs per world.
+SELECTION_CAP = 20000
 # Binomial mass left outside the summed support.
 _TAIL = 1e-12
 
@@ -101,8 +103,8 @@ def gdp_mu_for_epsilon(epsilon: float, delta: float) -> float:
 # Reference families: (FPR, FNR) of the event "output says D" along its thresholds ------
 
 
-def gaussian_rates(mu: float) -> tuple[np.ndarray, np.ndarray]:
-    """FPR and FNR of the likelihood-ratio tests of N(mu, 1) (D) against N(0, 1) (D').
+def gaussian_rates(mu: float, t: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """FPR and FNR of the tests "score >= t" of N(mu, 1) (D) against N(0, 1) (D').
 
     Examples
     --------
@@ -110,37 +112,44 @@ def gaussian_rates(mu: float) -> tuple[np.ndarray, np.ndarray]:
     >>> bool(np.all(np.diff(fpr) <= 0) and np.all(np.diff(fnr) >= 0))
     True
     """
-    t = np.linspace(-7.5, 7.5 + mu, 601)
+    t = np.linspace(-7.5, 7.5 + mu, 601) if t is None else np.asarray(t, dtype=float)
     return sstats.norm.sf(t), sstats.norm.cdf(t - mu)
 
 
-def laplace_rates(epsilon: float) -> tuple[np.ndarray, np.ndarray]:
-    """FPR and FNR of threshold tests of Lap(1, 1/eps) (D) against Lap(0, 1/eps) (D').
+def laplace_rates(epsilon: float, t: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """FPR and FNR of the tests "score >= t" of Lap(1, 1/eps) (D) against Lap(0, 1/eps).
 
     Examples
     --------
-    >>> fpr, fnr = laplace_rates(1.0)
-    >>> i = np.argmin(np.abs(np.linspace(-3.0, 4.0, 701) - 1.0))  # threshold 1
-    >>> round(float((1 - fnr[i]) / fpr[i]), 3)  # the ratio e^eps, the pure-DP limit
+    >>> fpr, fnr = laplace_rates(1.0, np.array([1.0]))
+    >>> round(float((1 - fnr[0]) / fpr[0]), 3)  # the ratio e^eps, the pure-DP limit
     2.718
     """
     b = 1.0 / epsilon
-    t = np.linspace(-3.0, 4.0, 701)
+    t = np.linspace(-3.0, 4.0, 701) if t is None else np.asarray(t, dtype=float)
     return sstats.laplace.sf(t, scale=b), sstats.laplace.cdf(t - 1.0, scale=b)
 
 
 @dataclass(frozen=True)
 class Reference:
-    """A one-parameter family of mechanisms: its rates and its epsilon at delta."""
+    """A one-parameter family of mechanisms, seen through its likelihood-ratio score.
+
+    ``rates(theta, t)``: FPR and FNR of "score >= t"; ``scores(theta, z_pos, z_neg)``:
+    scores on D and D' from standard noise of kind ``noise``; ``epsilon(theta, delta)``.
+    """
 
     name: str
-    rates: Callable[[float], tuple[np.ndarray, np.ndarray]]
+    rates: Callable[..., tuple[np.ndarray, np.ndarray]]
+    scores: Callable[[float, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
     epsilon: Callable[[float, float], float]
-    start: float
+    noise: str
 
 
-GAUSSIAN = Reference("gaussian", gaussian_rates, stats.epsilon_from_gdp, 0.5)
-LAPLACE = Reference("laplace", laplace_rates, lambda e, d: e, 1.0)
+GAUSSIAN = Reference("gaussian", gaussian_rates, lambda m, zp, zn: (zp + m, zn),
+                     stats.epsilon_from_gdp, "normal")
+LAPLACE = Reference("laplace", laplace_rates, lambda e, zp, zn: (1.0 + zp / e, zn / e),
+                    lambda e, d: e, "laplace")
 
 
 def reference_for(delta: float) -> Reference:
@@ -155,7 +164,7 @@ def reference_for(delta: float) -> Reference:
 
 
 def smallest_detected(power: Callable[[float], float], probability: float,
-                      start: float, cap: float = MU_MAX) -> float:
+                      start: float, cap: float = MU_MAX, rtol: float = 1e-4) -> float:
     """The smallest parameter whose detection probability reaches ``probability``.
 
     ``power`` must increase with the parameter (up to Monte Carlo noise); ``inf`` when
@@ -167,12 +176,12 @@ def smallest_detected(power: Callable[[float], float], probability: float,
     9.0
     """
     hi = max(float(start), 1e-6)
+    lo = 0.0
     while power(hi) < probability:
         if hi >= cap:
             return math.inf
-        hi = min(2.0 * hi, cap)
-    lo = 0.0
-    while hi - lo > 1e-4 * hi:
+        lo, hi = hi, min(2.0 * hi, cap)
+    while hi - lo > rtol * hi:
         mid = 0.5 * (lo + hi)
         if power(mid) >= probability:
             hi = mid
@@ -264,9 +273,63 @@ class CountTest:
         return max(self.power(float(fpr[j]), float(fnr[j])) for j in top)
 
 
+class SelectedTest:
+    """The threshold a selection split picks for the reference, then the exact test power.
+
+    The audits choose the threshold on a selection split by the bound it anticipates
+    (:func:`~dpverify.audit.stats.anticipated_bounds`); with few selection runs the choice
+    is noisy and the test weaker than the best-placed one. Here the same selection runs on
+    ``replicates`` simulated selection splits of the reference's likelihood-ratio score
+    (common random numbers across the family's parameter), and the chance of a FAIL is
+    averaged over the thresholds chosen. Splits above :data:`SELECTION_CAP` runs are
+    simulated at that size: a smaller split chooses worse, so the answer errs on the side
+    of a larger detectable epsilon.
+    """
+
+    def __init__(self, ref: Reference, test: CountTest, n_sel: tuple[int, int], *,
+                 replicates: int = 24, seed: int = 20230813) -> None:
+        rng = np.random.default_rng(seed)
+        draw = rng.standard_normal if ref.noise == "normal" else rng.laplace
+        self.ref, self.test = ref, test
+        # Sorted rows: a shifted or scaled row stays sorted, as the counts below need.
+        self.z_pos = np.sort(draw(size=(replicates, min(int(n_sel[0]), SELECTION_CAP))), 1)
+        self.z_neg = np.sort(draw(size=(replicates, min(int(n_sel[1]), SELECTION_CAP))), 1)
+        self.fpr_of = self._anticipated(self.z_neg.shape[1], test.n_neg)
+        self.fnr_of = self._anticipated(self.z_pos.shape[1], test.n_pos)
+
+    def _anticipated(self, n_sel: int, n_test: int) -> np.ndarray:
+        """The anticipated test-split upper bound of a rate, for every selection count.
+
+        As :func:`~dpverify.audit.stats.anticipated_bounds` computes it (a CP upper bound
+        at SELECT_LEVEL, scaled to the test split and bounded again), tabulated once.
+        """
+        rate = stats.clopper_pearson(np.arange(n_sel + 1), n_sel, stats.SELECT_LEVEL)
+        return stats.clopper_pearson(rate * n_test, n_test, self.test.side, "upper")
+
+    def choose(self, pos: np.ndarray, neg: np.ndarray) -> float:
+        """The threshold the audit's selection picks on sorted scores ``pos``, ``neg``."""
+        th = stats.candidate_thresholds(pos, neg)
+        fpr = self.fpr_of[stats.tail_counts(neg, th)]
+        fnr = self.fnr_of[pos.size - stats.tail_counts(pos, th)]
+        if self.test.method == "cp":
+            ant = stats.epsilon_from_rates(fpr, fnr, self.test.delta)
+        else:
+            ant = stats.gdp_mu_from_rates(fpr, fnr)
+        return float(th[int(np.argmax(ant))])
+
+    def power(self, theta: float) -> float:
+        out = []
+        for zp, zn in zip(self.z_pos, self.z_neg, strict=True):
+            t = self.choose(*self.ref.scores(theta, zp, zn))
+            fpr, fnr = self.ref.rates(theta, np.array([t]))
+            out.append(self.test.power(float(fpr[0]), float(fnr[0])))
+        return float(np.mean(out))
+
+
 def threshold_test_power(
     n_pos: int, n_neg: int, *, alpha: float, delta: float, epsilon: float,
     method: str = "cp", probability: float = DETECT_PROBABILITY,
+    selection: tuple[int, int] | None = None,
 ) -> Power:
     """Detectable epsilon of a threshold test bounded by Clopper-Pearson (cp or gdp).
 
@@ -282,27 +345,41 @@ def threshold_test_power(
         ``"cp"`` or ``"gdp"``.
     probability
         Detection probability.
+    selection
+        Runs on D and D' of the split that chose the threshold: the choice is then
+        simulated (:class:`SelectedTest`); ``None`` places it where it is best.
 
     Examples
     --------
     >>> p = threshold_test_power(14000, 14000, alpha=0.05, delta=1e-5, epsilon=1.0)
     >>> p.reference, 1.5 < p.epsilon < 2.5
     ('gaussian', True)
+    >>> q = threshold_test_power(14000, 14000, alpha=0.05, delta=1e-5, epsilon=1.0,
+    ...                          selection=(4000, 4000))
+    >>> q.epsilon > p.epsilon  # a threshold chosen on 4000 runs is a weaker test
+    True
     """
     ref = reference_for(delta)
     test = CountTest(n_pos, n_neg, alpha=alpha, delta=delta, epsilon=epsilon, method=method)
     if method == "gdp" and delta <= 0:
         return Power(math.inf, probability, ref.name, None, method,
                      "a GDP bound cannot refute a pure-DP claim")
+    chosen = SelectedTest(ref, test, selection) if selection is not None else None
 
     def power(theta: float) -> float:
+        if chosen is not None:
+            return chosen.power(theta)
         return test.best_power(*ref.rates(theta))
 
     start = gdp_mu_for_epsilon(epsilon, delta) if ref is GAUSSIAN else epsilon
     theta = smallest_detected(power, probability, max(start, 1e-3),
-                              MU_MAX if ref is GAUSSIAN else 50.0 * epsilon + 50.0)
+                              MU_MAX if ref is GAUSSIAN else 50.0 * epsilon + 50.0,
+                              rtol=1e-4 if chosen is None else 1e-2)
     eps = ref.epsilon(theta, delta) if math.isfinite(theta) else math.inf
-    return Power(float(eps), probability, ref.name, theta, method)
+    note = ("threshold chosen on a simulated selection split of "
+            f"{selection[0]} + {selection[1]} runs" if selection is not None
+            else "threshold placed where it is best for the reference")
+    return Power(float(eps), probability, ref.name, theta, method, note)
 
 
 # The GDP bounds of the white-box audit -------------------------------------------------

@@ -26,6 +26,7 @@ from dpverify.data import (
     Dataset,
     NeighbourPair,
     canary_worst_case,
+    check_finite,
     make_pair,
     synthetic_classification,
 )
@@ -232,6 +233,8 @@ def make_pairs(setup: AuditSetup, neighbours: str | Sequence[str]) -> list[Pair]
             if not (isinstance(res, tuple) and len(res) == 2):
                 raise InputError(f"neighbour function {spec} must return (D, D_prime), "
                                  f"got {type(res).__name__}")
+            check_finite(res[0], f"neighbour function {spec}: D")
+            check_finite(res[1], f"neighbour function {spec}: D'")
             pr = None
             if isinstance(res[0], Dataset) and isinstance(res[1], Dataset):
                 pr = NeighbourPair.from_datasets(res[0], res[1], spec)
@@ -274,7 +277,7 @@ def call_user(fn: Callable[..., Any], name: str, data: Any, rng: np.random.Gener
             f"trials={trials}) with data of type {type(data).__name__})") from e
 
 
-def _check_block(out: Any, k: int, name: str) -> np.ndarray:
+def _check_block(out: Any, k: int, name: str, finite: bool = True) -> np.ndarray:
     arr = np.asarray(out)
     if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
         raise InputError(f"target {name} must return a numeric array of shape (trials, ...), "
@@ -282,7 +285,77 @@ def _check_block(out: Any, k: int, name: str) -> np.ndarray:
     if arr.ndim == 0 or arr.shape[0] != k:
         raise InputError(f"target {name} returned shape {tuple(arr.shape)} when asked for "
                          f"trials={k}; expected an array of shape ({k}, ...)")
-    return arr.reshape(k, -1).astype(float)
+    arr = arr.reshape(k, -1).astype(float)
+    if finite:
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            i, j = (int(v) for v in np.argwhere(bad)[0])
+            raise InputError(f"target {name} returned {arr[i, j]} in row {i}, entry {j} of a "
+                             f"block of {k} runs on finite data: outputs must be finite "
+                             "numbers")
+    return arr
+
+
+# Within-block collisions this many times the across-block rate break the contract.
+_COLLISION_EXCESS = 20.0
+_MIN_COLLISIONS = 10
+
+
+def _row_keys(block: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(block)
+    return a.view(np.dtype((np.void, a.dtype.itemsize * a.shape[1]))).ravel()
+
+
+def check_independent_rows(blocks: Sequence[np.ndarray], name: str) -> None:
+    """Raise :class:`InputError` when a target's rows are not independent runs.
+
+    Under the contract every row of every block is an independent draw, so the rate at
+    which two rows are exactly equal is the same for two rows of one block and for two
+    rows of different blocks (a discrete output repeats at both, a continuous one at
+    neither). Rows that repeat within blocks far more often than across them come from
+    noise drawn once per call; blocks that repeat each other, from randomness that does
+    not come from ``rng`` (a fixed seed). Either is refused (20 times the other rate, and
+    at least 10 equal pairs: under the contract this needs a Poisson count 20 times its
+    mean, far rarer than 1e-9).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> check_independent_rows([rng.normal(size=(50, 1)) for _ in range(3)], "m:f")
+    >>> once = [np.repeat(rng.normal(size=(1, 1)), 50, axis=0) for _ in range(3)]
+    >>> try:
+    ...     check_independent_rows(once, "m:f")
+    ... except InputError as e:
+    ...     print(str(e)[:52])
+    target m:f: rows of a block are not independent runs
+    """
+    if len(blocks) < 2:
+        return
+    keys = [_row_keys(b) for b in blocks]
+    within = 0.0
+    per_block = []
+    for k in keys:
+        _, c = np.unique(k, return_counts=True)
+        within += float(np.sum(c * (c - 1)) / 2.0)
+        per_block.append(float(np.sum(c.astype(float) ** 2)))
+    _, total = np.unique(np.concatenate(keys), return_counts=True)
+    across = (float(np.sum(total.astype(float) ** 2)) - sum(per_block)) / 2.0
+    sizes = np.array([k.size for k in keys], dtype=float)
+    pairs_within = float(np.sum(sizes * (sizes - 1)) / 2.0)
+    pairs_across = float((sizes.sum() ** 2 - np.sum(sizes**2)) / 2.0)
+    if within >= _MIN_COLLISIONS and within > _COLLISION_EXCESS * (across + 1) * \
+            pairs_within / pairs_across:
+        raise InputError(
+            f"target {name}: rows of a block are not independent runs: {within:.0f} pairs "
+            f"of identical rows within blocks against {across:.0f} across blocks (as many "
+            f"per pair are expected); each of the `trials` rows of f(data, rng, trials) must "
+            "be an independent run with its own noise, not one draw repeated")
+    if across >= _MIN_COLLISIONS and across > _COLLISION_EXCESS * (within + 1) * \
+            pairs_across / max(pairs_within, 1.0):
+        raise InputError(
+            f"target {name}: blocks repeat each other ({across:.0f} pairs of identical rows "
+            f"across blocks against {within:.0f} within); each row must be an independent "
+            "run: draw all randomness from the rng argument (a fixed seed repeats every call)")
 
 
 def sample(setup: AuditSetup, data: Any, trials: int, seed: np.random.SeedSequence,
@@ -306,13 +379,17 @@ def sample(setup: AuditSetup, data: Any, trials: int, seed: np.random.SeedSequen
                               **executor_kwargs(execution))
     fn = setup.fn
     assert fn is not None
+    # Deliberately non-finite data (the nonfinite canary) may give non-finite outputs:
+    # they are then the evidence, not bad input.
+    finite = not (isinstance(data, Dataset) and data.allow_nonfinite)
 
     def block(ss: np.random.SeedSequence, k: int, _: int) -> np.ndarray:
         return _check_block(call_user(fn, setup.name, data, np.random.default_rng(ss), k),
-                            k, setup.name)
+                            k, setup.name, finite)
 
-    return np.concatenate(map_blocks(block, trials, seed=seed, block_size=bs,
-                                     **executor_kwargs(execution)), axis=0)
+    blocks = map_blocks(block, trials, seed=seed, block_size=bs, **executor_kwargs(execution))
+    check_independent_rows(blocks, setup.name)
+    return np.concatenate(blocks, axis=0)
 
 
 def plain_ledger(setup: AuditSetup) -> Ledger:

@@ -325,13 +325,14 @@ class WhiteboxBound:
 
     ``alpha`` the error level, ``bound`` ``auto``/``cp``/``gdp``/``parametric``,
     ``select_fraction`` the share of transcripts choosing the CP threshold,
-    ``probability`` the detection probability of ``epsilon_detectable``.
+    ``probability`` the detection probability of ``epsilon_detectable`` (``None``: not
+    computed, for repeated self-tests).
     """
 
     alpha: float
     bound: str = "auto"
     select_fraction: float = 0.3
-    probability: float = DETECT_PROBABILITY
+    probability: float | None = DETECT_PROBABILITY
 
     def __post_init__(self) -> None:
         if self.bound not in BOUNDS:
@@ -409,7 +410,7 @@ def audit_whitebox(
     backend: str = "numpy",
     execution: Execution | None = None,
     accountant: bool = True,
-    detect_probability: float = DETECT_PROBABILITY,
+    detect_probability: float | None = DETECT_PROBABILITY,
 ) -> AuditResult:
     """White-box epsilon lower bound of a registered curator algorithm.
 
@@ -427,7 +428,7 @@ def audit_whitebox(
     select_fraction
         Share of the transcripts used to choose the CP threshold.
     detect_probability
-        The probability at which ``epsilon_detectable`` is caught.
+        The probability at which ``epsilon_detectable`` is caught (``None``: not computed).
 
     Other parameters are as in :func:`dpverify.audit.blackbox.audit_blackbox`.
 
@@ -440,8 +441,9 @@ def audit_whitebox(
     """
     trials = int(check_positive(trials, "trials", integer=True))
     confidence = check_probability(confidence, "confidence")
-    how = WhiteboxBound(1.0 - confidence, bound, select_fraction,
-                        check_probability(detect_probability, "detect_probability"))
+    if detect_probability is not None:
+        check_probability(detect_probability, "detect_probability")
+    how = WhiteboxBound(1.0 - confidence, bound, select_fraction, detect_probability)
     setup = prepare(target, epsilon=epsilon, delta=delta, params=params, seed=seed,
                     scale=scale, relation=relation, backend=backend)
     pairs = whitebox_pairs(setup, neighbours)
@@ -515,18 +517,12 @@ def whitebox_result(setup: Any, runs: list[dict[str, Any]], how: WhiteboxBound,
         gdp_mu, gdp_pair, gdp_method = _gdp(runs, alpha)
         gdp_eps = stats.epsilon_from_gdp(gdp_mu, setup.delta)
     if chosen == "gdp":
-        eps, label, power = gdp_eps, gdp_pair, _gdp_power(gdp_method, n, len(runs), setup, how)
+        eps, label = gdp_eps, gdp_pair
     elif chosen == "parametric":
         assert isinstance(par, dict)
         eps, label = par["epsilon"], par["pair"]
-        power = sampled.parametric_power(par["family"], n, alpha=alpha / len(runs),
-                                         delta=setup.delta, epsilon=setup.epsilon_claimed,
-                                         probability=how.probability)
     else:
         eps, label = cp.epsilon, cp.label.removesuffix(" (reversed)")
-        power = threshold_test_power(cp.n_pos, cp.n_neg, alpha=cp.alpha, delta=setup.delta,
-                                     epsilon=setup.epsilon_claimed, method="cp",
-                                     probability=how.probability)
     best = next(r for r in runs if r["label"] == label)
     details = _details(setup, runs, best, cp, (gdp_eps, gdp_mu, gdp_valid, gdp_method), par)
     eps_acc, acc_note = (accountant_epsilon(setup) if accountant
@@ -537,17 +533,29 @@ def whitebox_result(setup: Any, runs: list[dict[str, Any]], how: WhiteboxBound,
     res = AuditResult(setup.name, "whitebox", float(eps), setup.epsilon_claimed, eps_acc,
                       setup.delta, 1.0 - alpha, n, chosen, details,
                       _evidence(setup, best, cp, acc_note), assumptions)
-    return res.with_power(power)
+    if how.probability is None:
+        return res
+    return res.with_power(_power(chosen, setup, how, (n, n_sel, len(runs)),
+                                 gdp_method, par, cp))
 
 
-def _gdp_power(method: str | None, n: int, pairs: int, setup: Any,
-               how: WhiteboxBound) -> Power:
-    a = how.alpha / pairs
-    kw = {"alpha": a, "delta": setup.delta, "epsilon": setup.epsilon_claimed,
-          "probability": how.probability}
-    if method == "variance":
+def _power(chosen: str, setup: Any, how: WhiteboxBound, sizes: tuple[int, int, int],
+           gdp_method: str | None, par: dict[str, Any] | str,
+           cp: stats.ThresholdBound) -> Power:
+    """What the white-box bound used catches, with its sizes (runs, selection, pairs)."""
+    n, n_sel, pairs = sizes
+    kw = {"alpha": how.alpha / pairs, "delta": setup.delta,
+          "epsilon": setup.epsilon_claimed, "probability": how.probability}
+    if chosen == "gdp" and gdp_method == "variance":
         return detectable_gdp_variance(2 * n - 2, **kw)
-    return detectable_gdp_mean(n, n, **kw)
+    if chosen == "gdp":
+        return detectable_gdp_mean(n, n, **kw)
+    if chosen == "parametric":
+        assert isinstance(par, dict)
+        return sampled.parametric_power(par["family"], n, **kw)
+    return threshold_test_power(cp.n_pos, cp.n_neg, alpha=cp.alpha, delta=setup.delta,
+                                epsilon=setup.epsilon_claimed, method="cp",
+                                probability=how.probability, selection=(n_sel, n_sel))
 
 
 def _details(setup: Any, runs: list[dict[str, Any]], best: dict[str, Any],

@@ -39,7 +39,7 @@ from dpverify.audit.power import DETECT_PROBABILITY, threshold_test_power
 from dpverify.audit.targets import DEFAULT_USER_D, DEFAULT_USER_N, accountant_epsilon, prepare
 from dpverify.checks import Outcome, jsonable
 from dpverify.claims import Verdict
-from dpverify.data import Dataset, as_dataset, synthetic_classification
+from dpverify.data import Dataset, as_dataset, check_finite, synthetic_classification
 from dpverify.errors import InputError, check_positive, check_probability
 from dpverify.execution import seed_streams
 from dpverify.mia import attacks as atk
@@ -197,6 +197,7 @@ def _population(setup: Any, data: str | Dataset | None, seed: int) -> Dataset:
         raise
     except Exception as e:
         raise InputError(f"data function {data} raised {type(e).__name__}: {e}") from e
+    check_finite(obj, f"data function {data}")
     return as_dataset(obj)
 
 
@@ -211,6 +212,7 @@ def _heldout(spec: str, source: Any, rng: np.random.Generator) -> Dataset:
         raise
     except Exception as e:
         raise InputError(f"nonmembers function {spec} raised {type(e).__name__}: {e}") from e
+    check_finite(obj, f"nonmembers function {spec}")
     return as_dataset(obj)
 
 
@@ -253,7 +255,7 @@ def membership_inference(
     backend: str = "numpy",
     execution: Execution | None = None,
     accountant: bool = True,
-    detect_probability: float = DETECT_PROBABILITY,
+    detect_probability: float | None = DETECT_PROBABILITY,
 ) -> MiaResult:
     """Membership inference against ``target``, judged against its privacy claim.
 
@@ -313,6 +315,7 @@ def membership_inference(
         Gaussian-trade-off mechanism that the ROC test, with its held-out members and
         non-members and its level, refutes with that probability
         (:func:`~dpverify.audit.power.threshold_test_power`; the AUC test only adds power).
+        ``None``: not computed.
 
     Returns
     -------
@@ -449,10 +452,15 @@ def membership_inference(
         evidence["lira_fit"] = {"sd_in": fit.sd_in, "sd_out": fit.sd_out,
                                 "min_shadows_in": int(fit.shadows_in.min()),
                                 "min_shadows_out": int(fit.shadows_out.min())}
-    pw = threshold_test_power(roc.n_pos, roc.n_neg, alpha=roc.alpha, delta=setup.delta,
-                              epsilon=setup.epsilon_claimed, method="cp",
-                              probability=detect_probability)
-    return MiaResult(setup.name, chosen, design, roc.epsilon, setup.epsilon_claimed, eps_acc,
-                     setup.delta, confidence, trials, head["auc"], auc_lower,
-                     {f: head[f"tpr_at_fpr_{f:g}"] for f in FPRS}, details, evidence,
-                     pw.epsilon, pw.probability, pw.to_dict())
+    res = MiaResult(setup.name, chosen, design, roc.epsilon, setup.epsilon_claimed, eps_acc,
+                    setup.delta, confidence, trials, head["auc"], auc_lower,
+                    {f: head[f"tpr_at_fpr_{f:g}"] for f in FPRS}, details, evidence)
+    if detect_probability is not None:
+        pw = threshold_test_power(roc.n_pos, roc.n_neg, alpha=roc.alpha, delta=setup.delta,
+                                  epsilon=setup.epsilon_claimed, method="cp",
+                                  probability=detect_probability,
+                                  selection=(candidates[0].select_pos.size,
+                                             candidates[0].select_neg.size))
+        res.epsilon_detectable, res.detect_probability = pw.epsilon, pw.probability
+        res.power = pw.to_dict()
+    return res
