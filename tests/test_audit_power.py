@@ -122,3 +122,13 @@ def test_the_detectable_epsilon_is_caught(tmp_path, monkeypatch) -> None:  # noq
                                accountant=False, detect_probability=None).verdict.value
                 == "FAIL" for s in range(200))
     assert fails >= sstats.binom.ppf(1e-3, 200, 0.85)
+
+
+def test_membership_inference_says_what_it_could_have_caught() -> None:
+    from dpverify.mia import membership_inference
+
+    r = membership_inference("dp_sgd:sound", trials=600, attack="loss",
+                             params={"n": 100, "T": 5, "q": 1.0}, accountant=False)
+    assert r.verdict.value == "PASS" and r.epsilon_detectable > r.epsilon_claimed
+    assert "no violation above epsilon =" in r.message()
+    assert r.metrics()["detect_probability"] == 0.9 and r.power["method"] == "cp"

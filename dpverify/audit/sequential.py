@@ -26,6 +26,7 @@ anytime-valid:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -300,6 +301,11 @@ def audit_sequential_blackbox(target: str, schedule: Schedule | None = None,
     pw = (None if stop == "violation" else betting.sequential_power(
         looks, alpha=alpha, delta=setup.delta, epsilon=setup.epsilon_claimed,
         probability=schedule.probability, upto=len(history) - 1))
+    if stop == "powered" and pw is not None:
+        # The stop was earned at detect x the claim, by the same simulation: the bisected
+        # figure may land a hair above it (Monte Carlo), never meaningfully.
+        pw = dataclasses.replace(pw, epsilon=min(pw.epsilon,
+                                                 schedule.detect * setup.epsilon_claimed))
     return _result(setup, options, pairs, dists, evidence, claim, bets, cands, history,
                    stop, pw, schedule, alpha)
 
