@@ -20,8 +20,8 @@ Examples
 --------
 >>> from dpverify.audit import audit
 >>> r = audit("gaussian_mechanism:sound", trials=20000, distinguisher="projection")
->>> sorted(k for k in r.metrics() if k.startswith("epsilon_"))[:3]
-['epsilon_accountant', 'epsilon_claimed', 'epsilon_lower']
+>>> sorted(k for k in r.metrics() if k.startswith("epsilon_"))[:4]
+['epsilon_accountant', 'epsilon_claimed', 'epsilon_detectable', 'epsilon_lower']
 """
 
 from dpverify.audit.blackbox import audit_blackbox

@@ -352,7 +352,7 @@ def detection_rates(looks: Sequence[int], epsilon_true: float, *, alpha: float, 
     --------
     >>> r = detection_rates([2000, 4000, 8000, 16000], 4.0, alpha=0.05, delta=1e-5,
     ...                     epsilon=1.0)
-    >>> r[0], r[-1] > 0.9
+    >>> float(r[0]), bool(r[-1] > 0.9)
     (0.0, True)
     """
     return _detection_rates(tuple(int(x) for x in looks), float(epsilon_true), float(alpha),
@@ -379,6 +379,13 @@ class Simulation:
     claim rejected once the mixture's wealth reaches 1/alpha; ``replicates`` runs with
     common random numbers for every parameter. The distinguisher is taken as known, so
     where it must be learnt from the outputs the power is lower.
+
+    Examples
+    --------
+    >>> from dpverify.audit.power import GAUSSIAN
+    >>> sim = Simulation(GAUSSIAN, [1000, 2000, 4000], 0.05, 1e-5, 1.0, 8)
+    >>> sim.rejected_by_look(2.0).tolist()  # mu = 2: caught at the first bet
+    [0.0, 1.0, 1.0]
     """
 
     def __init__(self, ref: Any, looks: list[int], alpha: float, delta: float,

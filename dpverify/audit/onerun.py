@@ -304,6 +304,31 @@ def audit_onerun(
     setup.notes[:0] = notes
     if scores == "auto":
         scores = "releases" if setup.registered else "output"
+    base, (Xc, yc), included, norm = _canary_game(setup, m, canary_norm, seed)
+    data = Dataset(np.vstack([base.X, Xc[included]]), np.concatenate([base.y, yc[included]]))
+    sc, eps_acc, acc_note = _scores(setup, data, (Xc, yc), scores, seed)
+    res = one_run_bound(sc, included, delta=setup.delta, alpha=alpha, guesses=guesses)
+    details = {
+        "canaries": m, "included": int(included.sum()), "guesses": res["r"],
+        "correct": res["v"], "scores": scores, "dimension": base.d, "canary_norm": norm,
+        "runs_total": 1, "relation": setup.relation, "instance": list(setup.notes),
+    }
+    evidence = {"by_guesses": res["by_guesses"], "alpha_each": res["alpha_each"],
+                "accountant": acc_note}
+    if base.d < m:
+        evidence["note"] = f"canaries overlap (d={base.d} < m={m}): still valid, but weaker"
+    out = AuditResult(setup.name, "onerun", float(res["epsilon"]), setup.epsilon_claimed,
+                      eps_acc, setup.delta, confidence, 1, "steinke", details, evidence)
+    if detect_probability is None:
+        return out
+    return out.with_power(one_run_power(m, guesses, alpha=alpha, delta=setup.delta,
+                                        epsilon=setup.epsilon_claimed,
+                                        probability=detect_probability))
+
+
+def _canary_game(setup: Any, m: int, canary_norm: float | None, seed: int
+                 ) -> tuple[Dataset, tuple[np.ndarray, np.ndarray], np.ndarray, float]:
+    """The data without canaries, the m canaries, which are included, and their norm."""
     canary_rng = np.random.default_rng(seed_streams(seed, SEED_PAIRS + 1)[SEED_PAIRS])
     if setup.registered:
         assert setup.problem is not None
@@ -313,35 +338,8 @@ def audit_onerun(
                                            int(setup.params.get("d", 100)), canary_rng)
     clip = setup.params.get("clip") if setup.registered else None
     norm = float(canary_norm) if canary_norm is not None else min(float(clip or 1.0), 1.0)
-    Xc, yc = _canaries(m, base, canary_rng, norm)
-    included = canary_rng.random(m) < 0.5
-    data = Dataset(np.vstack([base.X, Xc[included]]), np.concatenate([base.y, yc[included]]))
-    sc, eps_acc, acc_note = _scores(setup, data, (Xc, yc), scores, seed)
-    res = one_run_bound(sc, included, delta=setup.delta, alpha=alpha, guesses=guesses)
-    d = base.d
-    details = {
-        "canaries": m,
-        "included": int(included.sum()),
-        "guesses": res["r"],
-        "correct": res["v"],
-        "scores": scores,
-        "dimension": d,
-        "canary_norm": norm,
-        "runs_total": 1,
-        "relation": setup.relation,
-        "instance": list(setup.notes),
-    }
-    evidence = {"by_guesses": res["by_guesses"], "alpha_each": res["alpha_each"],
-                "accountant": acc_note}
-    if d < m:
-        evidence["note"] = f"canaries overlap (d={d} < m={m}): still valid, but weaker"
-    out = AuditResult(setup.name, "onerun", float(res["epsilon"]), setup.epsilon_claimed,
-                      eps_acc, setup.delta, confidence, 1, "steinke", details, evidence)
-    if detect_probability is None:
-        return out
-    return out.with_power(one_run_power(m, guesses, alpha=alpha, delta=setup.delta,
-                                        epsilon=setup.epsilon_claimed,
-                                        probability=detect_probability))
+    canaries = _canaries(m, base, canary_rng, norm)
+    return base, canaries, canary_rng.random(m) < 0.5, norm
 
 
 def _scores(setup: Any, data: Dataset, canaries: tuple[np.ndarray, np.ndarray], scores: str,

@@ -284,6 +284,13 @@ class SelectedTest:
     averaged over the thresholds chosen. Splits above :data:`SELECTION_CAP` runs are
     simulated at that size: a smaller split chooses worse, so the answer errs on the side
     of a larger detectable epsilon.
+
+    Examples
+    --------
+    >>> test = CountTest(7000, 7000, alpha=0.05, delta=1e-5, epsilon=1.0, method="cp")
+    >>> sel = SelectedTest(GAUSSIAN, test, (2000, 2000), replicates=8)
+    >>> sel.power(0.3) < sel.power(0.8)
+    True
     """
 
     def __init__(self, ref: Reference, test: CountTest, n_sel: tuple[int, int], *,

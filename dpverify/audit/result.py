@@ -60,7 +60,15 @@ class AuditResult:
         return Verdict.INCONCLUSIVE if self.inconclusive else Verdict.PASS
 
     def with_power(self, power: Any) -> AuditResult:
-        """Attach a :class:`~dpverify.audit.power.Power` (returns ``self``)."""
+        """Attach a :class:`~dpverify.audit.power.Power` (returns ``self``).
+
+        Examples
+        --------
+        >>> from dpverify.audit.power import Power
+        >>> r = AuditResult("x", "blackbox", 0.5, 1.0, None, 1e-5, 0.95, 10, "cp")
+        >>> r.with_power(Power(2.0, 0.9, "gaussian", 0.5, "cp")).epsilon_detectable
+        2.0
+        """
         self.epsilon_detectable = float(power.epsilon)
         self.detect_probability = float(power.probability)
         self.power = power.to_dict()

@@ -60,6 +60,11 @@ class Family:
 
     ``q`` and ``mu`` (C_t / sigma_t, the canary's shift at kappa = 1) per distinct
     release kind, with ``count`` releases of each.
+
+    Examples
+    --------
+    >>> Family(np.array([0.1, 1.0]), np.array([0.5, 0.2]), np.array([10, 2])).steps
+    12
     """
 
     q: np.ndarray
@@ -148,7 +153,14 @@ def _cumulants(m: list[np.ndarray]) -> np.ndarray:
 
 
 def transcript_cumulants(family: Family, kappa: float) -> np.ndarray:
-    """Cumulants of the transcript's loss (sums over releases), shape (2, 3): in, out."""
+    """Cumulants of the transcript's loss (sums over releases), shape (2, 3): in, out.
+
+    Examples
+    --------
+    >>> fam = Family(np.array([1.0]), np.array([0.5]), np.array([4]))  # 1-GDP
+    >>> np.round(transcript_cumulants(fam, 1.0), 6).tolist()
+    [[0.5, 1.0, 0.0], [-0.5, 1.0, 0.0]]
+    """
     c = loss_cumulants(family.q, kappa * family.mu)
     return np.tensordot(family.count, c, axes=1)
 

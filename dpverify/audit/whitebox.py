@@ -327,6 +327,11 @@ class WhiteboxBound:
     ``select_fraction`` the share of transcripts choosing the CP threshold,
     ``probability`` the detection probability of ``epsilon_detectable`` (``None``: not
     computed, for repeated self-tests).
+
+    Examples
+    --------
+    >>> WhiteboxBound(0.05, "parametric").bound
+    'parametric'
     """
 
     alpha: float
@@ -342,7 +347,14 @@ class WhiteboxBound:
 
 
 def whitebox_pairs(setup: Any, neighbours: str | Sequence[str]) -> list[Any]:
-    """The audit's neighbouring pairs, each a NeighbourPair of Datasets."""
+    """The audit's neighbouring pairs, each a NeighbourPair of Datasets.
+
+    Examples
+    --------
+    >>> s = prepare("noisy_gd:sound", params={"T": 2, "n": 20})
+    >>> [p.label for p in whitebox_pairs(s, "worst_case,outlier")]
+    ['worst_case', 'outlier']
+    """
     if not setup.registered:
         raise InputError(f"a white-box audit replays a registered curator algorithm; "
                          f"{setup.name!r} is a callable (use mode blackbox or onerun)")
@@ -357,7 +369,15 @@ def whitebox_pairs(setup: Any, neighbours: str | Sequence[str]) -> list[Any]:
 def collect_runs(setup: Any, pairs: list[Any], trials: int, seeds: Sequence[Any],
                  block_size: int | None = None, execution: Execution | None = None
                  ) -> list[dict[str, Any]]:
-    """Replayed losses of ``trials`` transcripts per world for each pair (see replay_losses)."""
+    """Replayed losses of ``trials`` transcripts per world for each pair (see replay_losses).
+
+    Examples
+    --------
+    >>> s = prepare("noisy_gd:sound", params={"T": 2, "n": 20})
+    >>> runs = collect_runs(s, whitebox_pairs(s, "worst_case"), 4, [np.random.SeedSequence(0)])
+    >>> runs[0]["loss_D"].shape, runs[0]["canary_in_D"]
+    ((4,), True)
+    """
     runs = []
     for pr, ss in zip(pairs, seeds, strict=True):
         res = replay_losses(setup, pr.pair, trials, ss, block_size, execution)
@@ -497,7 +517,17 @@ def _choose(bound: str, gdp_valid: bool, par: dict[str, Any] | str) -> str:
 
 def whitebox_result(setup: Any, runs: list[dict[str, Any]], how: WhiteboxBound,
                     accountant: bool = True) -> AuditResult:
-    """The white-box audit's result from the replayed losses of every pair."""
+    """The white-box audit's result from the replayed losses of every pair.
+
+    Examples
+    --------
+    >>> s = prepare("noisy_gd:sound", params={"T": 2, "n": 20, "loss": "linear"})
+    >>> runs = collect_runs(s, whitebox_pairs(s, "worst_case"), 200,
+    ...                     [np.random.SeedSequence(0)])
+    >>> r = whitebox_result(s, runs, WhiteboxBound(0.05), accountant=False)
+    >>> r.bound, r.epsilon_lower <= r.epsilon_claimed < r.epsilon_detectable
+    ('gdp', True)
+    """
     alpha = how.alpha
     n = int(runs[0]["loss_D"].size)
     n_sel = max(1, min(n - 1, int(round(n * float(how.select_fraction)))))
