@@ -505,12 +505,12 @@ def _parametric(setup: Any, runs: list[dict[str, Any]], alpha: float
     return best
 
 
-def _choose(bound: str, gdp_valid: bool, par: dict[str, Any] | str) -> str:
+def _choose(bound: str, gdp_valid: bool, par: dict[str, Any] | str, delta: float) -> str:
     if bound == "parametric" and isinstance(par, str):
         raise InputError(f"the parametric bound does not apply: {par}")
     if bound != "auto":
         return bound
-    if gdp_valid:
+    if gdp_valid and delta > 0:  # no mu > 0 of GDP has a finite pure-DP epsilon
         return "gdp"
     return "cp" if isinstance(par, str) else "parametric"
 
@@ -541,11 +541,12 @@ def whitebox_result(setup: Any, runs: list[dict[str, Any]], how: WhiteboxBound,
         par = _parametric(setup, runs, alpha)
     else:
         par = "not asked for"
-    chosen = _choose(how.bound, gdp_valid, par)
+    chosen = _choose(how.bound, gdp_valid, par, setup.delta)
     gdp_eps = gdp_mu = gdp_pair = gdp_method = None
     if chosen == "gdp" or gdp_valid:
         gdp_mu, gdp_pair, gdp_method = _gdp(runs, alpha)
-        gdp_eps = stats.epsilon_from_gdp(gdp_mu, setup.delta)
+        gdp_eps = (stats.epsilon_from_gdp(gdp_mu, setup.delta) if setup.delta > 0
+                   else (math.inf if gdp_mu > 0 else 0.0))
     if chosen == "gdp":
         eps, label = gdp_eps, gdp_pair
     elif chosen == "parametric":
