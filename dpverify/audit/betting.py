@@ -96,9 +96,10 @@ def cell_probabilities(fpr: Any, fnr: Any) -> np.ndarray:
 def kelly(probs: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The stake maximizing E log(1 + lambda (c - Z)) and that expected log-growth.
 
-    ``probs`` (..., 4) over the outcomes with ``values`` c - Z (4,). The stake lies in
+    ``probs`` (..., 4) over the outcomes, ``values`` c - Z of shape (4,) or (G, 4) (one
+    row per epsilon: the answers then gain a leading axis G). The stake lies in
     [0, STAKE_CAP / max(Z - c)]; the growth is concave in it, so its derivative is
-    bisected (vectorized over every candidate test at once).
+    bisected, for every test whose growth rises from 0 at once.
 
     Examples
     --------
@@ -107,28 +108,22 @@ def kelly(probs: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray
     >>> bool(g[0] > 0 and lam[0] > 0), float(g[1]), float(lam[1])  # a coin: no bet
     (True, 0.0, 0.0)
     """
-    cap = STAKE_CAP / float(-values.min())
     p = np.asarray(probs, dtype=float)
-    gain = p @ values  # the slope at 0: only tests with a positive one are worth a stake
-    if p.ndim == 2 and not np.all(gain > 0):
-        lam, growth = np.zeros(p.shape[0]), np.zeros(p.shape[0])
-        keep = gain > 0
-        if keep.any():
-            lam[keep], growth[keep] = kelly(p[keep], values)
-        return lam, growth
-
-    def slope(lam: np.ndarray) -> np.ndarray:
-        return np.sum(p * values / (1.0 + lam[..., None] * values), axis=-1)
-
-    lo = np.zeros(p.shape[:-1])
-    hi = np.full(p.shape[:-1], cap)
-    for _ in range(_KELLY_STEPS):
-        mid = 0.5 * (lo + hi)
-        up = slope(mid) > 0
-        lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
-    lam = np.where(slope(np.zeros_like(lo)) > 0, lo, 0.0)
-    growth = np.sum(p * np.log1p(lam[..., None] * values), axis=-1)
-    return lam, growth
+    V = np.atleast_2d(np.asarray(values, dtype=float))
+    P = p.reshape(-1, 4)
+    lam, growth = np.zeros((V.shape[0], P.shape[0])), np.zeros((V.shape[0], P.shape[0]))
+    gi, ni = np.nonzero(V @ P.T > 0)  # the slope at 0: only these are worth a stake
+    if gi.size:
+        pv, vv = P[ni], V[gi]
+        lo, hi = np.zeros(gi.size), STAKE_CAP / -vv.min(axis=1)
+        for _ in range(_KELLY_STEPS):
+            mid = 0.5 * (lo + hi)
+            up = np.sum(pv * vv / (1.0 + mid[:, None] * vv), axis=1) > 0
+            lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
+        lam[gi, ni] = lo
+        growth[gi, ni] = np.sum(pv * np.log1p(lo[:, None] * vv), axis=1)
+    shape = (V.shape[0], *p.shape[:-1]) if np.ndim(values) == 2 else p.shape[:-1]
+    return lam.reshape(shape), growth.reshape(shape)
 
 
 def log_wealth(counts: np.ndarray, stake: float, values: np.ndarray,
@@ -247,17 +242,17 @@ def plan_bets(menu: Menu, epsilons: np.ndarray, delta: float) -> list[Bet | None
     """
     probs = np.concatenate([cell_probabilities(menu.fpr, menu.fnr),
                             cell_probabilities(menu.fnr, menu.fpr)])
+    values = np.stack([cell_values(float(e), delta)[0] for e in np.atleast_1d(epsilons)])
+    lam, g = kelly(probs, values)
     out: list[Bet | None] = []
-    for eps in np.asarray(epsilons, dtype=float):
-        values, _ = cell_values(float(eps), delta)
-        lam, g = kelly(probs, values)
-        j = int(np.argmax(g))
-        if g[j] <= 0:
+    for row_lam, row_g in zip(lam, g, strict=True):
+        j = int(np.argmax(row_g))
+        if row_g[j] <= 0:
             out.append(None)
             continue
         k = j % menu.threshold.size
         out.append(Bet(int(menu.candidate[k]), float(menu.threshold[k]),
-                       j // menu.threshold.size, float(lam[j]), float(g[j])))
+                       j // menu.threshold.size, float(row_lam[j]), float(row_g[j])))
     return out
 
 
