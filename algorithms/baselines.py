@@ -18,7 +18,7 @@ from algorithms.problems import clipped_grad_sum, make_glm_problem
 from dpverify.accounting import calibrate_gaussian
 from dpverify.claims import Finding, PrivacyClaim, UtilityClaim
 from dpverify.curator import Batch, Curator
-from dpverify.registry import Algorithm, Problem, Variant
+from dpverify.registry import Algorithm, Problem, Setting, Variant
 
 
 def l2_sensitivity_of_sum(clip: float, relation: str) -> float:
@@ -38,7 +38,7 @@ def project_rows(xp: Any, theta: Any, radius: float) -> Any:
 
 def noisy_gradient_method(
     cur: Curator,
-    problem: Problem,
+    setting: Setting,
     p: Mapping[str, Any],
     batches: Iterable[Batch],
     *,
@@ -58,12 +58,12 @@ def noisy_gradient_method(
     theta = cur.backend.asarray(np.zeros((cur.trials, cur.d)))
     eta, lam, radius = float(p["eta"]), float(p["lam"]), float(p["radius"])
     if query is None:
-        query = lambda c, prob, th: clipped_grad_sum(c, prob.loss, th, float(p["clip"]))  # noqa: E731
+        query = lambda c, setting, th: clipped_grad_sum(c, setting.loss, th, float(p["clip"]))  # noqa: E731
     for t, batch in enumerate(batches):
         cur.step(t)
         g = cur.gaussian(
             "grad_sum",
-            query(cur, problem, theta),
+            query(cur, setting, theta),
             sensitivity=declared_sensitivity,
             noise_std=noise_multiplier * declared_sensitivity,
             batch=batch,
@@ -80,17 +80,17 @@ def _bugged_query(bug: str, p: Mapping[str, Any], sens: float, m: float):
     if bug == "none":
         return None, sens, m
     if bug == "no_clip":
-        return (lambda c, prob, th: clipped_grad_sum(c, prob.loss, th, None)), sens, m
+        return (lambda c, setting, th: clipped_grad_sum(c, setting.loss, th, None)), sens, m
     if bug == "nan_passes":
-        return (lambda c, prob, th: clipped_grad_sum(c, prob.loss, th, clip,
+        return (lambda c, setting, th: clipped_grad_sum(c, setting.loss, th, clip,
                                                      guard_nonfinite=False)), sens, m
     if bug == "mean_noise_on_sum":
         return None, sens / m, m  # the mean's sensitivity declared for the sum
     if bug == "clipped_mean":
         # Clip the batch mean of raw gradients instead of each sample, and declare the
         # sensitivity per-sample clipping of the mean would have had.
-        def q_mean(c: Curator, prob: Problem, th: Any) -> Any:
-            raw = clipped_grad_sum(c, prob.loss, th, None)
+        def q_mean(c: Curator, setting: Setting, th: Any) -> Any:
+            raw = clipped_grad_sum(c, setting.loss, th, None)
             xp = c.xp
 
             def query(X: Any, y: Any, w: Any) -> Any:
@@ -103,8 +103,8 @@ def _bugged_query(bug: str, p: Mapping[str, Any], sens: float, m: float):
         return q_mean, sens / m, 1.0
     if bug == "divide_by_count":
         # Mean over the records actually present: under add/remove the divisor is private.
-        def q_count(c: Curator, prob: Problem, th: Any) -> Any:
-            s = clipped_grad_sum(c, prob.loss, th, clip)
+        def q_count(c: Curator, setting: Setting, th: Any) -> Any:
+            s = clipped_grad_sum(c, setting.loss, th, clip)
             xp = c.xp
             return lambda X, y, w: s(X, y, w) / xp.maximum(xp.sum(w, axis=1, keepdims=True),
                                                            xp.ones_like(w[:, :1]))
@@ -113,11 +113,11 @@ def _bugged_query(bug: str, p: Mapping[str, Any], sens: float, m: float):
     if bug == "data_clip":
         # The clip threshold is the largest gradient norm of the batch: no clipping at all,
         # while the noise is scaled to the nominal threshold.
-        def q_data(c: Curator, prob: Problem, th: Any) -> Any:
+        def q_data(c: Curator, setting: Setting, th: Any) -> Any:
             xp, backend = c.xp, c.backend
 
             def query(X: Any, y: Any, w: Any) -> Any:
-                coef = backend.glm_coefficients(prob.loss, th @ X.T, y)
+                coef = backend.glm_coefficients(setting.loss, th @ X.T, y)
                 norms = xp.abs(coef) * xp.linalg.vector_norm(X, axis=1)
                 data_clip = xp.max(xp.where(w > 0, norms, xp.zeros_like(norms)), axis=1,
                                    keepdims=True)
@@ -155,7 +155,7 @@ def _gd_sigma(p: Mapping[str, Any], steps: int) -> float:
 
 
 def _gd_run(*, steps_counted: str = "all", bug: str = "none", noise_growth: bool = False):
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
         T = int(p["T"])
         counted = T if steps_counted == "all" else max(1, T // 2)
         sigma = _gd_sigma(p, counted)
@@ -165,7 +165,7 @@ def _gd_run(*, steps_counted: str = "all", bug: str = "none", noise_growth: bool
         query, declared, divisor = _bugged_query(bug, p, sens, float(cur.n))
         batches = (cur.full_batch() for _ in range(T))
         return noisy_gradient_method(
-            cur, problem, p, batches, noise_multiplier=sigma, divisor=divisor,
+            cur, setting, p, batches, noise_multiplier=sigma, divisor=divisor,
             declared_sensitivity=declared, query=query,
         )
 
@@ -254,7 +254,7 @@ NOISY_GD = Algorithm(
 
 # Abadi et al. 2016, Algorithm 1, with Poisson sampling as its moments accountant assumes.
 def _sgd_run(*, steps_counted: str = "all", bug: str = "none", shuffle: bool = False):
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
         T, q = int(p["T"]), float(p["q"])
         counted = T if steps_counted == "all" else max(1, T // 2)
         sigma = calibrate_gaussian(
@@ -280,7 +280,7 @@ def _sgd_run(*, steps_counted: str = "all", bug: str = "none", shuffle: bool = F
         else:
             batches = (cur.sample("poisson", rate=q) for _ in range(T))
         return noisy_gradient_method(
-            cur, problem, p, batches, noise_multiplier=sigma, divisor=divisor,
+            cur, setting, p, batches, noise_multiplier=sigma, divisor=divisor,
             declared_sensitivity=declared, query=query,
         )
 

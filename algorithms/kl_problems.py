@@ -438,7 +438,7 @@ def make_kl_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Prob
         "kl_region": {"center": np.zeros(d), "radius": kl_radius},
     }
     return Problem(data=data, loss=loss, objective=objective, grad=grad, optimum=optimum,
-                   info=info)
+                   info=info, public=_public(info))
 
 
 def _theorem8_problem(params: Mapping[str, Any], kappa: float, n: int,
@@ -467,8 +467,9 @@ def _theorem8_problem(params: Mapping[str, Any], kappa: float, n: int,
     optimum = np.array([side * A])
     w0 = np.array([A + w0_dist])
     F_star = float(objective(optimum)[0])
-    # 1-Lipschitz losses: F(w0) - F* <= |w0 - w*|, and F0 <= (gamma L0)^kappa = 1.
-    F0 = min(float(abs(w0[0] - optimum[0])), 1.0)
+    # 1-Lipschitz losses: F(w0) - F* <= |w0 - w*| <= |w0| + A for either dataset of the pair
+    # (w* = +-A), and F0 <= (gamma L0)^kappa = 1: public, the same on S and S'.
+    F0 = min(float(abs(w0[0]) + A), 1.0)
     info = {
         "problem": "theorem8", "gamma": 1.0, "kappa": kappa, "tau": tau,
         "lipschitz": 1.0, "smoothness": None, "weak_convexity": 0.0, "F0": F0,
@@ -476,7 +477,7 @@ def _theorem8_problem(params: Mapping[str, Any], kappa: float, n: int,
         "kl_region": {"center": np.zeros(1), "radius": A + loss.r_lin},
     }
     return Problem(data=data, loss=loss, objective=objective, grad=grad, optimum=optimum,
-                   info=info)
+                   info=info, public=_public(info))
 
 
 def regularized(problem: Problem, lam: float, center: np.ndarray) -> Problem:
@@ -503,7 +504,12 @@ def regularized(problem: Problem, lam: float, center: np.ndarray) -> Problem:
     opt = _minimise(objective, grad, np.asarray(problem.optimum, dtype=float))
     info = {**problem.info, "regularization": lam, "F_star": float(objective(opt)[0])}
     return Problem(data=problem.data, loss=problem.loss, objective=objective, grad=grad,
-                   optimum=opt, info=info)
+                   optimum=opt, info=info, public={**problem.public, "regularization": lam})
+
+
+def _public(info: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything but F* (the minimum of the data's objective: for metrics only)."""
+    return {k: v for k, v in info.items() if k != "F_star"}
 
 
 def kl_violation(problem: Problem, points: np.ndarray) -> np.ndarray:

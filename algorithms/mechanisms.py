@@ -42,7 +42,7 @@ from dpverify.accounting import calibrate_gaussian
 from dpverify.claims import Finding, PrivacyClaim
 from dpverify.curator import Curator
 from dpverify.data import Dataset, synthetic_classification
-from dpverify.registry import Algorithm, Problem, Variant
+from dpverify.registry import Algorithm, Problem, Setting, Variant
 
 
 def make_sum_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Problem:
@@ -54,7 +54,8 @@ def make_sum_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Pro
     (5, 2)
     """
     data, _ = synthetic_classification(int(params["n"]), int(params["d"]), rng)
-    return Problem(data=data, info={"clip": float(params.get("clip", 1.0))})
+    public = {"clip": float(params.get("clip", 1.0))}
+    return Problem(data=data, info=public, public=public)
 
 
 def clipped_sum(xp: Any, clip: float | None, norm: str = "l2"):
@@ -96,7 +97,7 @@ def _sum_sensitivity(p: Mapping[str, Any]) -> float:
 def _gaussian_run(*, noise_factor: float = 1.0, bug: str = "none"):
     snapped = bug != "float_textbook"
 
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
         xp = cur.xp
         sens = _sum_sensitivity(p)
         releases = 2 if bug in ("reused_noise", "two_releases") else 1
@@ -159,7 +160,7 @@ GAUSSIAN = Algorithm(
         "planted_half_noise": Variant(
             "planted_half_noise", "planted", _gaussian_run(noise_factor=0.5), _claim,
             "Noise standard deviation half the calibrated one",
-            findings=(Finding("sigma halved: mu doubles", detected_by=("audit",)),)),
+            findings=(Finding("sigma halved: mu doubles", detected_by=("account", "audit")),)),
         "planted_mean_noise_on_sum": Variant(
             "planted_mean_noise_on_sum", "planted", _gaussian_run(bug="mean_noise_on_sum"),
             _claim, "Noise for the mean (sensitivity clip/n) added to the sum",
@@ -219,7 +220,7 @@ def _noise_source(cur: Curator, backend: Any) -> Iterator[None]:
 
 
 def _laplace_run(*, bug: str = "none"):
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
         sens = _sum_sensitivity(p)
         query = clipped_sum(cur.xp, float(p["clip"]), "l1")
         scale = sens / float(p["epsilon"])
@@ -266,7 +267,8 @@ def make_histogram_problem(params: Mapping[str, Any], rng: np.random.Generator) 
     # Record 0 (the one replace-one canaries overwrite) sits in an interior bin, so a
     # canary on the boundary of the domain always moves it across bins.
     X[0, 0] = 0.5 / int(params["bins"])
-    return Problem(data=Dataset(X, np.zeros(n)), info={"bins": int(params["bins"])})
+    public = {"bins": int(params["bins"])}
+    return Problem(data=Dataset(X, np.zeros(n)), info=public, public=public)
 
 
 def histogram_query(xp: Any, bins: int):
@@ -291,7 +293,7 @@ def histogram_query(xp: Any, bins: int):
 
 
 def _histogram_run(*, declared_factor: float = 1.0):
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
         # L1 sensitivity of a histogram: 1 when a record is added or removed, 2 when one
         # is replaced (it leaves one bin and enters another).
         sens = 1.0 if p["relation"] == "add_remove" else 2.0

@@ -91,11 +91,10 @@ def make_glm_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Pro
     radius = float(params.get("radius", 10.0))
     objective, grad = glm_objective(loss, data, lam)
     optimum = solve_glm(loss, data, lam, radius) if loss.name != "linear" else None
-    return Problem(
-        data=data, loss=loss, objective=objective, grad=grad, optimum=optimum,
-        info={"lipschitz": loss.lipschitz, "smoothness": getattr(loss, "smoothness", None),
-              "lam": lam, "radius": radius, "w_true": w},
-    )
+    public = {"lipschitz": loss.lipschitz, "smoothness": getattr(loss, "smoothness", None),
+              "lam": lam, "radius": radius}
+    return Problem(data=data, loss=loss, objective=objective, grad=grad, optimum=optimum,
+                   info={**public, "w_true": w}, public=public)
 
 
 def clipped_grad_sum(cur: Any, loss: Any, theta: Any, clip: float | None, *,

@@ -30,10 +30,20 @@ from typing import Any
 import numpy as np
 
 from dpverify.backends import Backend
-from dpverify.checks import CheckResult, CheckSpec, Outcome, RunContext, check_kind, jsonable
+from dpverify.checks import (
+    CheckKind,
+    CheckResult,
+    CheckSpec,
+    Options,
+    Outcome,
+    RunContext,
+    jsonable,
+    register_kind,
+)
 from dpverify.claims import Verdict
 from dpverify.errors import InputError, check_positive, check_probability
 from dpverify.execution import build_problem, run_target, seed_streams
+from dpverify.experiment import Experiment
 from dpverify.registry import Problem, Target, resolve
 
 #: Rounding differences each release may contribute, in units of machine epsilon (the rule
@@ -321,7 +331,8 @@ def trajectory_agreement(
     tols: list[float] = []
     first: int | None = None
     if ledger_match:
-        for i, (ra, rb) in enumerate(zip(cur_np.ledger, cur_t.ledger, strict=True)):
+        for i, (ra, rb) in enumerate(zip(cur_np.ledger.records, cur_t.ledger.records,
+                                         strict=True)):
             _, rel = _relative_deviation(ra.answer, rb.answer)
             tol_i = trajectory_tolerance(dtype, i + 1, safety)
             rel_devs.append(rel)
@@ -423,37 +434,56 @@ def distribution_agreement(
 # The check kind ----------------------------------------------------------------------------
 
 
-@check_kind("agree")
-def agree_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
+@dataclass(frozen=True)
+class AgreeOptions(Options):
+    """``mode`` (``both``, ``trajectory``, ``distribution``), ``trials`` (per backend for
+    the distributional test; the run's ``--trials`` overrides), ``trajectory_trials``,
+    ``alpha``, ``device`` (``cpu``, ``cuda``), ``dtype`` (``float64``, ``float32``) and
+    ``safety`` (ulps per release)."""
+
+    mode: str = "both"
+    trials: int | None = None
+    trajectory_trials: int = DEFAULT_TRAJECTORY_TRIALS
+    alpha: float = DEFAULT_ALPHA
+    device: str = "cpu"
+    dtype: str = "float64"
+    safety: float = DEFAULT_SAFETY
+
+    def validate(self) -> None:
+        if self.mode not in MODES:
+            raise InputError(f"mode must be one of {MODES}, got {self.mode!r}")
+        machine_epsilon(self.dtype)
+        check_probability(self.alpha, "alpha")
+        check_positive(self.safety, "safety")
+        check_positive(self.trajectory_trials, "trajectory_trials", integer=True)
+
+
+@register_kind
+class AgreeCheck(CheckKind):
     """NumPy and torch agree: trajectories within rounding, and (optionally) distributions.
 
-    Options: ``mode`` (``both`` default, ``trajectory``, ``distribution``), ``trials``
-    (per backend for the distributional test; ``ctx.trials`` overrides),
-    ``trajectory_trials`` (default 4), ``alpha`` (default 0.01), ``device`` (``cpu``
-    default, ``cuda``), ``dtype`` (``float64`` default, ``float32``), ``safety`` (ulps per
-    release, default 64). INCONCLUSIVE when torch or the requested device is missing.
+    INCONCLUSIVE when torch or the requested device is missing.
+    """
+
+    name = "agree"
+    Options = AgreeOptions
+    registered_only = True
+
+    def run(self, exp: Experiment, options: AgreeOptions) -> Outcome:
+        return agree_check(exp, options)
+
+
+def agree_check(exp: Experiment, o: AgreeOptions) -> Outcome:
+    """The ``agree`` check on an experiment.
 
     Examples
     --------
-    >>> spec = CheckSpec("g", "agree", "noisy_gd:sound", params={"T": 3, "n": 50},
-    ...                  options={"mode": "trajectory"})
-    >>> agree_check(spec, RunContext()).verdict
+    >>> agree_check(Experiment("noisy_gd:sound", {"T": 3, "n": 50}),
+    ...             AgreeOptions(mode="trajectory")).verdict
     <Verdict.PASS: 'PASS'>
     """
-    o = dict(spec.options)
-    known = {"mode", "trials", "trajectory_trials", "alpha", "device", "dtype", "safety"}
-    unknown = sorted(set(o) - known)
-    if unknown:
-        raise InputError(f"{spec.source or spec.id}: unknown options {unknown} for an agree "
-                         f"check; known: {sorted(known)}")
-    mode = str(o.get("mode", "both"))
-    if mode not in MODES:
-        raise InputError(f"{spec.source or spec.id}: mode must be one of {MODES}, got {mode!r}")
-    device = str(o.get("device", "cpu"))
-    dtype = str(o.get("dtype", "float64"))
-    machine_epsilon(dtype)
-    alpha = float(o.get("alpha", DEFAULT_ALPHA))
-    trials = int(ctx.trials or o.get("trials", DEFAULT_TRIALS))
+    mode, device, dtype, alpha = o.mode, o.device, o.dtype, o.alpha
+    trials = exp.trial_count(o.trials, DEFAULT_TRIALS)
     reason = torch_status(device)
     if reason is not None:
         return Outcome(Verdict.INCONCLUSIVE, {"device": device, "dtype": dtype},
@@ -465,9 +495,8 @@ def agree_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
     failed = False
     if mode in ("both", "trajectory"):
         tr = trajectory_agreement(
-            spec.target, spec.params, seed=ctx.seed, scale=ctx.scale, device=device,
-            dtype=dtype, trials=int(o.get("trajectory_trials", DEFAULT_TRAJECTORY_TRIALS)),
-            safety=float(o.get("safety", DEFAULT_SAFETY)),
+            exp.spec, exp.overrides, seed=exp.seed, scale=exp.scale.value, device=device,
+            dtype=dtype, trials=o.trajectory_trials, safety=o.safety,
         )
         metrics.update(
             max_abs_dev=tr.max_abs_dev, max_rel_dev=tr.max_rel_dev, tolerance=tr.tolerance,
@@ -480,7 +509,7 @@ def agree_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
         parts.append(_trajectory_sentence(tr))
     if mode in ("both", "distribution"):
         dr = distribution_agreement(
-            spec.target, spec.params, seed=ctx.seed, scale=ctx.scale, device=device,
+            exp.spec, exp.overrides, seed=exp.seed, scale=exp.scale.value, device=device,
             dtype=dtype, trials=trials, alpha=alpha,
         )
         metrics.update(
@@ -621,7 +650,8 @@ def run_command(args: argparse.Namespace) -> int:
     import time
 
     t0 = time.perf_counter()
-    outcome = agree_check(spec, ctx)
+    outcome = agree_check(Experiment.from_context(spec.target, params, ctx),
+                          AgreeOptions.parse(spec.options))
     result = CheckResult(spec, outcome, time.perf_counter() - t0)
     print(f"{outcome.verdict.value}  {spec.target}: {outcome.message}")
     json_path = getattr(args, "json_path", None)
@@ -651,7 +681,8 @@ if __name__ == "__main__":  # pragma: no cover
 
 
 __all__ = [
-    "DistributionAgreement", "TrajectoryAgreement", "agree_check", "configure_parser",
+    "AgreeCheck", "AgreeOptions", "DistributionAgreement", "TrajectoryAgreement", "agree_check",
+    "configure_parser",
     "distribution_agreement", "machine_epsilon", "parse_params", "run_command",
     "trajectory_agreement", "trajectory_tolerance",
 ]

@@ -22,29 +22,28 @@ the claimed rate ``max_false_rate``; INCONCLUSIVE when no trial certified; PASS 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from dpverify.audit.stats import clopper_pearson
-from dpverify.checks import CheckSpec, Outcome, RunContext, check_kind
+from dpverify.checks import CheckKind, Options, Outcome, register_kind
 from dpverify.claims import Verdict
 from dpverify.errors import InputError
-from dpverify.execution import build_problem, executor_from_context, sample_outputs, seed_streams
+from dpverify.execution import seed_streams
+from dpverify.experiment import Experiment
 from dpverify.rates.metrics import get_metric, target_metric
 from dpverify.rates.theory import evaluate
-from dpverify.registry import is_registered_target, resolve
 
-__all__ = ["CertificateResult", "DEFAULT_TRIALS", "judge_certificates", "verify_certificates"]
+__all__ = ["CertificateCheck", "CertificateOptions", "CertificateResult", "DEFAULT_TRIALS",
+           "judge_certificates", "verify_certificates"]
 
 #: Trials when neither the options nor the run give a number.
 DEFAULT_TRIALS = {"quick": 200, "thorough": 1000}
 #: Where the trial streams come from: root-seed child 0 is the problem's data.
 SEED_TRIALS = 1
-_OPTIONS = {"trials", "metric", "threshold", "max_false_rate", "flag", "confidence", "report",
-            "block_size"}
 
 
 @dataclass
@@ -160,75 +159,60 @@ def _summary(v: np.ndarray) -> dict[str, Any]:
             "max": q[4]}
 
 
-def verify_certificates(
-    target: str,
-    *,
-    params: Mapping[str, Any] | None = None,
-    threshold: Any = None,
-    max_false_rate: Any = None,
-    metric: str | None = None,
-    trials: int = 200,
-    flag: str = "certificate",
-    confidence: float = 0.95,
-    report: Sequence[str] = (),
-    seed: int = 0,
-    scale: str = "quick",
-    backend: str = "numpy",
-    block_size: int | str = "auto",
-    execution: Any = None,
-) -> CertificateResult:
+@dataclass(frozen=True)
+class CertificateOptions(Options):
+    """``threshold`` and ``max_false_rate`` (numbers or expressions in the parameters;
+    required), ``metric`` (default: the variant's utility quantity), ``trials`` (else the
+    run's ``--trials``, else 200, 1000 at the thorough scale), ``flag``, ``confidence``,
+    ``report`` (more metrics to summarise) and ``block_size``."""
+
+    threshold: float | str
+    max_false_rate: float | str
+    metric: str | None = None
+    trials: int | None = None
+    flag: str = "certificate"
+    confidence: float = 0.95
+    report: str | tuple[str, ...] = ()
+    block_size: int | str = "auto"
+
+
+def verify_certificates(exp: Experiment, o: CertificateOptions) -> CertificateResult:
     """Run a certifying target and test how often its certificates are false.
 
-    Parameters
-    ----------
-    target
-        A registered ``name:variant`` that follows the module's contract.
-    params
-        Algorithm parameter overrides (``flag`` is set to True on top of them).
-    threshold
-        The property holds where ``metric(output) <= threshold``: a number or an expression
-        in the run's parameters, e.g. ``"alpha"`` for an alpha-SOSP with ``sosp_alpha``.
-    max_false_rate
-        The claimed bound on P(certified and false): a number or an expression, e.g.
-        ``"delta1 + delta2"`` (paper 003, Lemma 6).
-    metric
-        A registered utility metric (default: the quantity of the variant's utility claim).
-    trials, confidence, seed, scale, backend, block_size, execution
-        Trials run in seeded blocks (:func:`dpverify.execution.sample_outputs`, child 1
-        of ``seed``; the problem's data come from child 0), each block at once on the
-        trial axis; the bounds hold at ``confidence`` each.
-    report
-        Further metrics to summarise (quantiles over all and over certified outputs), e.g.
-        ``["min_eig_phi"]`` to show where the outputs sit.
+    ``o.threshold``: the property holds where ``metric(output) <= threshold`` (a number or
+    an expression in the run's parameters, e.g. ``"alpha"`` for an alpha-SOSP with
+    ``sosp_alpha``); ``o.max_false_rate``: the claimed bound on P(certified and false), e.g.
+    ``"delta1 + delta2"`` (paper 003, Lemma 6); ``o.metric``: a registered utility metric.
+    Trials run in seeded blocks (:meth:`Experiment.sample`, child 1 of the seed; the
+    problem's data come from child 0), each block at once on the trial axis; the bounds
+    hold at ``o.confidence`` each. ``o.report``: further metrics to summarise (quantiles
+    over all and over certified outputs), e.g. ``["min_eig_phi"]``.
 
     Examples
     --------
-    >>> res = verify_certificates(
-    ...     "dp_rgda:sound", params={"s_A": 0.0, "s_b": 0.0, "S1": None, "S2": None,
-    ...     "exact_gradients": True, "n": 20, "T": 40, "r": 0.0}, threshold="alpha",
-    ...     max_false_rate="delta1 + delta2", metric="sosp_alpha", trials=4)
+    >>> exp = Experiment("dp_rgda:sound", {"s_A": 0.0, "s_b": 0.0, "S1": None, "S2": None,
+    ...                  "exact_gradients": True, "n": 20, "T": 40, "r": 0.0})
+    >>> res = verify_certificates(exp, CertificateOptions(
+    ...     threshold="alpha", max_false_rate="delta1 + delta2", metric="sosp_alpha", trials=4))
     >>> res.verdict.value, res.certified, res.false  # r = 0 at the saddle: all false
     ('FAIL', 4, 4)
     """
-    if not is_registered_target(target):
+    if not exp.registered:
         raise InputError(f"the certificate check runs registered targets (name:variant), "
-                         f"got {target!r}")
-    t = resolve(target)
-    if flag not in t.algorithm.params(t.variant.name, None, scale):
+                         f"got {exp.spec!r}")
+    t, flag = exp.target, o.flag
+    if flag not in exp.params:
         raise InputError(f"{t.id} has no parameter {flag!r}: it does not certify its outputs "
                          f"(a certifying target returns its flag when run with {flag} = true)")
-    p = t.algorithm.params(t.variant.name, {**dict(params or {}), flag: True}, scale)
-    metric, metric_fn = target_metric(t, metric)
-    thr = _number(threshold, p, "threshold")
-    claimed = _number(max_false_rate, p, "max_false_rate")
-    trials = int(trials)
-    if trials < 1:
-        raise InputError(f"trials must be a positive integer, got {trials}")
-    problem = build_problem(t, p, seed)
-    out = sample_outputs(t, p, problem, problem.data, trials=trials,
-                         seed=seed_streams(seed, SEED_TRIALS + 1)[SEED_TRIALS], backend=backend,
-                         block_size=block_size,
-                         **({} if execution is None else {"executor": execution}))
+    exp = exp.with_params(**{flag: True})
+    p = exp.params
+    metric, metric_fn = target_metric(t, o.metric)
+    thr = _number(o.threshold, p, "threshold")
+    claimed = _number(o.max_false_rate, p, "max_false_rate")
+    trials = exp.trial_count(o.trials, DEFAULT_TRIALS.get(exp.scale.value, 200))
+    problem = exp.problem
+    out = exp.sample(problem.data, trials, seed_streams(exp.seed, SEED_TRIALS + 1)[SEED_TRIALS],
+                     block_size=o.block_size)
     if out.ndim != 2 or out.shape[1] < 2:
         raise InputError(f"{t.id} returned outputs of shape {out.shape}: a certifying target "
                          f"returns (trials, m + 1), its certificate flag last")
@@ -237,8 +221,9 @@ def verify_certificates(
         raise InputError(f"{t.id}: the last output column must be a 0/1 certificate flag")
     values = np.asarray(metric_fn(problem, x, p), dtype=float).reshape(-1)
     res = judge_certificates(flags > 0.5, values, threshold=thr, max_false_rate=claimed,
-                             confidence=confidence, metric=metric)
+                             confidence=o.confidence, metric=metric)
     cert = flags > 0.5
+    report = [o.report] if isinstance(o.report, str) else list(o.report)
     for name in dict.fromkeys([metric, *report]):
         v = values if name == metric else np.asarray(
             get_metric(name)(problem, x, p), dtype=float).reshape(-1)
@@ -246,33 +231,20 @@ def verify_certificates(
     return res
 
 
-@check_kind("certificate")
-def certificate_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
-    """Is an algorithm's self-certificate false more often than its theorem allows?
+@register_kind
+class CertificateCheck(CheckKind):
+    """Is an algorithm's self-certificate false more often than its theorem allows?"""
 
-    Options: ``threshold`` and ``max_false_rate`` (numbers or expressions in the
-    parameters; required), ``metric`` (default: the variant's utility quantity),
-    ``trials`` (else ``ctx.trials``, else 200, 1000 at the thorough scale), ``flag``
-    (default ``"certificate"``), ``confidence`` (0.95), ``report`` (more metrics to
-    summarise) and ``block_size``. See :func:`verify_certificates`.
-    """
-    opts = {k: v for k, v in spec.options.items() if not str(k).startswith("_")}
-    unknown = set(opts) - _OPTIONS
-    if unknown:
-        raise InputError(f"{spec.source or spec.id}: unknown certificate option(s) "
-                         f"{sorted(unknown)}; known: {sorted(_OPTIONS)}")
-    # The run's --trials overrides the suite's count (RunContext.trials).
-    trials = ctx.trials or opts.get("trials") or DEFAULT_TRIALS.get(ctx.scale, 200)
-    report = opts.get("report", ())
-    res = verify_certificates(
-        spec.target, params=dict(spec.params), threshold=opts.get("threshold"),
-        max_false_rate=opts.get("max_false_rate"), metric=opts.get("metric"),
-        trials=int(trials), flag=str(opts.get("flag", "certificate")),
-        confidence=float(opts.get("confidence", 0.95)),
-        report=[report] if isinstance(report, str) else list(report), seed=ctx.seed,
-        scale=ctx.scale, backend=ctx.backend, block_size=opts.get("block_size", "auto"),
-        execution=executor_from_context(ctx),
-    )
+    name = "certificate"
+    Options = CertificateOptions
+    registered_only = True
+
+    def run(self, exp: Experiment, options: CertificateOptions) -> Outcome:
+        return certificate_outcome(verify_certificates(exp, options))
+
+
+def certificate_outcome(res: CertificateResult) -> Outcome:
+    """The check's verdict, metrics and sentence from a certificate result."""
     m = res.metrics()
     lo, hi = m["false_rate_lower"], m["false_rate_upper"]
     if res.verdict == Verdict.INCONCLUSIVE:

@@ -183,3 +183,65 @@ class Finding:
     summary: str
     source: str = ""
     detected_by: tuple[str, ...] = field(default_factory=tuple)
+
+
+REGISTER_KINDS = ("privacy", "violation", "utility", "experiment", "invariant")
+
+
+@dataclass(frozen=True)
+class RegisterEntry:
+    """One testable claim of a paper, where it is stated, and how it is checked.
+
+    A paper's claims register is a tuple of these beside its algorithms (``REGISTER`` in
+    the module of its ``dpverify.algorithms`` entry point); the report opens each paper
+    with it, each entry's verdict read from the checks it names.
+
+    Parameters
+    ----------
+    id
+        Short and stable, e.g. ``"T2.n"`` (Theorem 2's rate in n).
+    claim
+        What the paper claims (or, for a ``violation``, what the notes find broken).
+    source
+        Paper, theorem or section, and line: ``"Theorem 2, line 412"``.
+    kind
+        ``privacy`` (a privacy claim), ``violation`` (where the printed algorithm is not
+        private as claimed), ``utility`` (a rate, in ``variable``), ``experiment`` (a table
+        or figure) or ``invariant`` (a unit property the notes propose).
+    checks
+        The check ids that decide it (generated battery checks such as
+        ``dp_svrg.paper.account``, or suite checks), or unit tests as
+        ``test:tests/test_paper002.py::test_name``.
+    variable
+        For a utility claim: the variable its rate is in (``n``, ``d``, ``epsilon``...).
+    untestable
+        Why it cannot be checked here, with the arithmetic (empty when ``checks`` decide it).
+
+    Examples
+    --------
+    >>> e = RegisterEntry("T2.n", "||grad Psi|| = O(n^-1/2) at epsilon = 16", "Theorem 2, "
+    ...                   "line 412", "utility", ("dp_double_spider.sound.rate.n",),
+    ...                   variable="n")
+    >>> e.kind, e.variable
+    ('utility', 'n')
+    """
+
+    id: str
+    claim: str
+    source: str
+    kind: str
+    checks: tuple[str, ...] = ()
+    variable: str | None = None
+    untestable: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in REGISTER_KINDS:
+            raise ValueError(f"register kind must be one of {REGISTER_KINDS}, got {self.kind!r}")
+        if not self.checks and not self.untestable:
+            raise ValueError(f"register entry {self.id!r} names no check and no reason why "
+                             "it cannot be checked")
+        if self.kind == "utility" and not self.variable:
+            raise ValueError(f"utility entry {self.id!r} needs the variable of its rate")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -24,6 +24,7 @@ PLUGGED = {
     "rates": ("dpverify.rates", "fit utility rate exponents against the declared theorem"),
     "agree": ("dpverify.agreement", "NumPy vs torch backend agreement"),
     "mia": ("dpverify.mia", "membership inference against a target"),
+    "check": ("dpverify.conformance", "the conformance battery on registered algorithms"),
     "report": ("dpverify.report.cli", "render or merge report.json files as Markdown and HTML"),
 }
 

@@ -61,9 +61,15 @@ class Batch:
     epoch: int | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Release:
-    """One entry of the ledger."""
+    """One entry of the ledger: what a release declares, and all the accountant reads.
+
+    ``touched`` (for a partitioned or fixed batch: which record slots the release charged,
+    for a few trials) is part of the declaration: the batches are drawn from public
+    randomness. What replaying the release on neighbours observed is a separate
+    :class:`ReplayRecord`.
+    """
 
     index: int
     name: str
@@ -77,13 +83,7 @@ class Release:
     dataset_size: int
     step: int | None
     shape: tuple[int, ...]
-    touched: np.ndarray | None = field(default=None, repr=False)
-    # Replay on neighbours (None in a plain run). Values are per trial, flattened.
-    value_D: np.ndarray | None = field(default=None, repr=False)
-    value_D_prime: np.ndarray | None = field(default=None, repr=False)
-    value_out: np.ndarray | None = field(default=None, repr=False)
-    included: np.ndarray | None = field(default=None, repr=False)
-    answer: np.ndarray | None = field(default=None, repr=False)
+    touched: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def epsilon(self) -> float | None:
@@ -100,30 +100,6 @@ class Release:
         if not self.sensitivity:
             return np.inf
         return self.noise / self.sensitivity
-
-    @property
-    def true_difference(self) -> np.ndarray | None:
-        """||q(D) - q(D')|| per trial in the declared norm, when replayed.
-
-        An exponential release's options that a trial does not offer (score -inf in both
-        worlds) differ by 0; elsewhere a non-finite value gives a non-finite difference.
-
-        Examples
-        --------
-        >>> r = Release(0, "u", "exponential", 1.0, "linf", 2.0, "full", 1.0, 3, 3, 0, (3,))
-        >>> r.value_D = np.array([[0.0, -np.inf, 1.0]])
-        >>> r.value_D_prime = np.array([[0.5, -np.inf, -1.0]])
-        >>> r.true_difference.tolist()
-        [2.0]
-        """
-        if self.value_D is None or self.value_D_prime is None:
-            return None
-        with np.errstate(invalid="ignore"):
-            diff = self.value_D - self.value_D_prime
-            if self.mechanism == "exponential":
-                diff = np.where(self.value_D == self.value_D_prime, 0.0, diff)
-            ordr = {"l1": 1, "linf": np.inf}.get(self.norm or "l2", 2)
-            return np.linalg.norm(diff, ord=ordr, axis=1)
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready description of the release (without per-trial arrays)."""
@@ -145,19 +121,72 @@ class Release:
 
 
 @dataclass
+class ReplayRecord:
+    """What one release observed beyond its declaration (all ``None`` in a plain run).
+
+    Replayed on neighbours: the query's values on D and D' (with the differing record
+    forced into the batch under amplified sampling), on D without it (``value_out``), and
+    whether the batch actually drawn held it (``included``); values are per trial,
+    flattened. ``answer`` is the noisy answer, kept when the curator is asked to.
+    """
+
+    release: Release
+    value_D: np.ndarray | None = field(default=None, repr=False)
+    value_D_prime: np.ndarray | None = field(default=None, repr=False)
+    value_out: np.ndarray | None = field(default=None, repr=False)
+    included: np.ndarray | None = field(default=None, repr=False)
+    answer: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def true_difference(self) -> np.ndarray | None:
+        """||q(D) - q(D')|| per trial in the declared norm, when replayed.
+
+        An exponential release's options that a trial does not offer (score -inf in both
+        worlds) differ by 0; elsewhere a non-finite value gives a non-finite difference.
+
+        Examples
+        --------
+        >>> r = Release(0, "u", "exponential", 1.0, "linf", 2.0, "full", 1.0, 3, 3, 0, (3,))
+        >>> rec = ReplayRecord(r, np.array([[0.0, -np.inf, 1.0]]),
+        ...                    np.array([[0.5, -np.inf, -1.0]]))
+        >>> rec.true_difference.tolist()
+        [2.0]
+        """
+        if self.value_D is None or self.value_D_prime is None:
+            return None
+        rel = self.release
+        with np.errstate(invalid="ignore"):
+            diff = self.value_D - self.value_D_prime
+            if rel.mechanism == "exponential":
+                diff = np.where(self.value_D == self.value_D_prime, 0.0, diff)
+            ordr = {"l1": 1, "linf": np.inf}.get(rel.norm or "l2", 2)
+            return np.linalg.norm(diff, ord=ordr, axis=1)
+
+
+@dataclass
 class Ledger:
-    """Every release, in order, with the neighbouring relation the declarations assume."""
+    """Every release, in order, and beside each its replay record.
+
+    ``releases`` are frozen declarations (what the accountant reads); ``records[i]`` is
+    what release i observed when replayed on neighbours or asked to keep its answer.
+    """
 
     releases: list[Release] = field(default_factory=list)
     dataset_size: int = 0
     trials: int = 1
     records_touched: int = 0  # per-record query evaluations (gradient evaluations), trial 0
+    records: list[ReplayRecord] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.releases)
 
     def __iter__(self) -> Iterator[Release]:
         return iter(self.releases)
+
+    def append(self, release: Release, record: ReplayRecord | None = None) -> None:
+        """Add a release with its replay record (an empty one by default)."""
+        self.releases.append(release)
+        self.records.append(record if record is not None else ReplayRecord(release))
 
     def signature(self) -> list[tuple[Any, ...]]:
         """The data-independent shape of the run: what must not depend on the data."""
@@ -210,6 +239,10 @@ class Curator:
         The dataset size the algorithm may use (defaults to ``data.n``). Under add/remove
         neighbours the true size is private, so algorithms must divide by this, not by a
         count of the data.
+    present
+        Which records each trial holds, shape (trials, n) (default: all of them). A record
+        absent from trial k weighs 0 in every query of trial k, whatever the release type
+        and however the batch was drawn: the membership game's worlds.
 
     Examples
     --------
@@ -232,6 +265,7 @@ class Curator:
         backend: str | Backend | None = None,
         n_public: int | None = None,
         keep_answers: bool = False,
+        present: np.ndarray | None = None,
     ) -> None:
         self.trials = int(check_positive(trials, "trials", integer=True))
         self.rng = _as_generator(rng)
@@ -240,7 +274,14 @@ class Curator:
         self._pair: NeighbourPair | None = None
         self._keep_answers = keep_answers
         self._worlds: list[Dataset] = [data]
-        self._present = [np.ones(data.n, dtype=bool)]
+        if present is None:
+            self._present = [np.ones(data.n, dtype=bool)]
+        else:
+            mask = np.asarray(present)
+            if mask.shape != (self.trials, data.n):
+                raise InputError(f"a membership mask must have shape ({self.trials}, {data.n}), "
+                                 f"got {mask.shape}")
+            self._present = [mask.astype(bool)]
         self.n = int(n_public if n_public is not None else data.n)
         self.d = data.d
         self._slots = data.n
@@ -249,6 +290,8 @@ class Curator:
         self._to_backend()
         self.ledger = Ledger(dataset_size=self.n, trials=self.trials)
         self._step: int | None = None
+        # Fields of the public setting that differ between D and D' (a replay fills it in).
+        self.setting_differences: list[str] = []
 
     # construction ---------------------------------------------------------------
     @classmethod
@@ -274,7 +317,7 @@ class Curator:
         >>> D = Dataset(np.eye(3), np.zeros(3))
         >>> cur = Curator.replay(NeighbourPair.add_remove(D, 1))
         >>> _ = cur.gaussian("sum", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=1.0)
-        >>> float(cur.ledger.releases[0].true_difference[0])
+        >>> float(cur.ledger.records[0].true_difference[0])
         1.0
         """
         D, Dp = pair.D, pair.D_prime
@@ -294,6 +337,22 @@ class Curator:
         cur._slots = big.n
         cur._to_backend()
         return cur
+
+    @classmethod
+    def membership(cls, data: Dataset, mask: np.ndarray, **kwargs: Any) -> Curator:
+        """A curator whose trials each hold their own subset of ``data``'s records.
+
+        ``mask`` (trials, n) says which records trial k holds; every release, of every type,
+        sees only those (the membership-inference game).
+
+        Examples
+        --------
+        >>> D = Dataset(np.ones((3, 1)), np.zeros(3))
+        >>> cur = Curator.membership(D, np.array([[1, 1, 0], [0, 1, 0]], bool), trials=2)
+        >>> cur.gaussian("s", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=0.0).ravel()
+        array([2., 1.])
+        """
+        return cls(data, present=mask, **kwargs)
 
     def _to_backend(self) -> None:
         b = self.backend
@@ -528,28 +587,20 @@ class Curator:
             raise InputError(f"release {name!r}: the exponential mechanism takes a full or "
                              f"partitioned batch, not {batch.scheme!r} sampling")
         scale = 2.0 * float(sensitivity) / float(epsilon)
-        rel = Release(
-            index=len(self.ledger.releases), name=name, mechanism="exponential",
-            sensitivity=float(sensitivity), norm="linf", noise=scale, sampling=batch.scheme,
-            rate=batch.rate, batch_size=batch.size, dataset_size=self.n, step=self._step,
-            shape=(),
-        )
-        self._charge(rel, batch)
-        value = (self._replay(rel, scores_query, batch) if self.replaying
-                 else self._evaluate(scores_query, 0, batch.weights))
+        value, observed = self._answer(scores_query, batch)
         u = np.asarray(self.backend.to_numpy(value), dtype=float)
         if u.ndim != 2 or u.shape[1] == 0:
             raise InputError(f"release {name!r}: scores must have shape (trials, options), "
                              f"got {u.shape}")
-        rel.shape = (u.shape[1],)
         with np.errstate(invalid="ignore"):
             logits = np.where(np.isnan(u), -np.inf, u / scale)
         if np.any(np.all(logits == -np.inf, axis=1)):
             raise InputError(f"release {name!r}: a trial offers no option with a score")
         idx = np.argmax(logits + self.rng.gumbel(size=u.shape), axis=1)
         if self._keep_answers:
-            rel.answer = idx.reshape(self.trials, 1).astype(float)
-        self.ledger.releases.append(rel)
+            observed["answer"] = idx.reshape(self.trials, 1).astype(float)
+        self._record(name, "exponential", float(sensitivity), "linf", scale, batch,
+                     (u.shape[1],), observed)
         return idx
 
     def _evaluate(self, query: Query, world: int, w: np.ndarray) -> Any:
@@ -591,21 +642,8 @@ class Curator:
             raise InputError(f"release {name!r}: noise must be finite and >= 0, got {noise!r}")
         batch = batch or self.full_batch()
         b = self.backend
-        rel = Release(
-            index=len(self.ledger.releases), name=name, mechanism=mechanism,
-            sensitivity=None if sensitivity is None else float(sensitivity), norm=norm,
-            noise=float(noise), sampling=batch.scheme, rate=batch.rate,
-            batch_size=batch.size, dataset_size=self.n, step=self._step, shape=(),
-        )
-        self._charge(rel, batch)
-
-        if not self.replaying:
-            value = self._evaluate(query, 0, batch.weights)
-        else:
-            value = self._replay(rel, query, batch)
-
+        value, observed = self._answer(query, batch)
         shape = tuple(value.shape)
-        rel.shape = shape[1:]
         if mechanism == "gaussian":
             value = value + noise * b.normal(self.rng, shape)
         elif mechanism == "laplace":
@@ -613,20 +651,36 @@ class Curator:
         if snapped and mechanism != "exact":
             value = snap(self.xp, value, noise)
         if self._keep_answers:
-            rel.answer = b.to_numpy(value).reshape(self.trials, -1).copy()
-        self.ledger.releases.append(rel)
+            observed["answer"] = b.to_numpy(value).reshape(self.trials, -1).copy()
+        self._record(name, mechanism, None if sensitivity is None else float(sensitivity),
+                     norm, float(noise), batch, shape[1:], observed)
         return value
 
-    def _charge(self, rel: Release, batch: Batch) -> None:
-        """Record which records ``rel`` touches, and count the per-record evaluations."""
-        if batch.scheme not in AMPLIFIED and batch.scheme != "full":
-            rel.touched = _compact_touched(batch.weights > 0)
-        if batch.weights is self._ones:
-            self.ledger.records_touched += int(np.count_nonzero(self._present[0]))
-        else:
-            self.ledger.records_touched += int(np.sum(batch.weights[0] * self._present[0]))
+    def _answer(self, query: Query, batch: Batch) -> tuple[Any, dict[str, Any]]:
+        """The query's value on the batch (D's, when replaying) and what replay observed."""
+        observed: dict[str, Any] = {}
+        if not self.replaying:
+            return self._evaluate(query, 0, batch.weights), observed
+        return self._replay(observed, query, batch), observed
 
-    def _replay(self, rel: Release, query: Query, batch: Batch) -> Any:
+    def _record(self, name: str, mechanism: str, sensitivity: float | None, norm: str | None,
+                noise: float, batch: Batch, shape: tuple[int, ...],
+                observed: dict[str, Any]) -> None:
+        """Write the release's declaration and its replay record to the ledger."""
+        touched = None
+        if batch.scheme not in AMPLIFIED and batch.scheme != "full":
+            touched = _compact_touched(batch.weights > 0)
+        rel = Release(len(self.ledger.releases), name, mechanism, sensitivity, norm, noise,
+                      batch.scheme, batch.rate, batch.size, self.n, self._step, tuple(shape),
+                      touched)
+        present = self._present[0] if self._present[0].ndim == 1 else self._present[0][0]
+        if batch.weights is self._ones:
+            self.ledger.records_touched += int(np.count_nonzero(present))
+        else:
+            self.ledger.records_touched += int(np.sum(batch.weights[0] * present))
+        self.ledger.append(rel, ReplayRecord(rel, **observed))
+
+    def _replay(self, observed: dict[str, Any], query: Query, batch: Batch) -> Any:
         """Evaluate on both worlds; return D's value for the batch actually drawn."""
         b = self.backend
         i = self._pair.index  # type: ignore[union-attr]
@@ -645,15 +699,14 @@ class Curator:
             v_in_p = self._evaluate(query, 1, w_in)
             v_out = self._evaluate(query, 0, w_out)
             included = w[:, i] > 0
-            rel.value_D, rel.value_D_prime, rel.value_out = flat(v_in), flat(v_in_p), flat(v_out)
-            rel.included = included
+            observed.update(value_D=flat(v_in), value_D_prime=flat(v_in_p),
+                            value_out=flat(v_out), included=included)
             sel = b.asarray(included.astype(float)).reshape((K,) + (1,) * (v_in.ndim - 1))
             # Counts above 1 (with replacement) are approximated by the forced-in value.
             return sel * v_in + (1.0 - sel) * v_out
         v = self._evaluate(query, 0, w)
         vp = self._evaluate(query, 1, w)
-        rel.value_D, rel.value_D_prime = flat(v), flat(vp)
-        rel.included = w[:, i] > 0
+        observed.update(value_D=flat(v), value_D_prime=flat(vp), included=w[:, i] > 0)
         return v
 
 

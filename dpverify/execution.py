@@ -99,11 +99,17 @@ def run_target(
     if pair is not None:
         cur = Curator.replay(pair, trials=trials, rng=rng, backend=backend, n_public=n_public,
                              keep_answers=keep_answers)
+        data = pair.D
     else:
         data = data_override if data_override is not None else problem.data
         cur = Curator(data, trials=trials, rng=rng, backend=backend, n_public=n_public,
                       keep_answers=keep_answers)
-    out = target.variant.run(cur, problem, params)
+    setting = target.setting(problem, params, data)
+    if pair is not None:
+        # Built again from D' alone: a field that differs is data used without a release.
+        cur.setting_differences = setting.differences(
+            target.setting(problem, params, pair.D_prime))
+    out = target.variant.run(cur, setting, params)
     return out, cur
 
 
@@ -430,7 +436,8 @@ class OutputBlock:
         backend = self.make_backend()
         cur = Curator(self.dataset, trials=k, rng=ss, backend=backend,
                       n_public=self.problem.data.n)
-        out = t.variant.run(cur, self.problem, self.params)
+        out = t.variant.run(cur, t.setting(self.problem, self.params, self.dataset),
+                            self.params)
         return cur.backend.to_numpy(out).reshape(k, -1)
 
     def checkpoint_key(self) -> dict[str, Any]:

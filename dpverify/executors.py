@@ -19,8 +19,11 @@ Inside a worker BLAS runs single-threaded (the trials are the parallel axis) and
 allocator keeps freed blocks instead of returning them to the system after every step
 (:func:`tune_allocator`).
 
-The block function travels to workers by ``pickle``; a closure or lambda, which pickle
-cannot send, is sent with ``cloudpickle`` when that is installed (it comes with Dask).
+The block function travels to local workers by ``pickle``; a closure or lambda, which
+pickle cannot send, is sent with ``cloudpickle``. To a Dask cluster it travels with
+:func:`dpverify.shipping.dumps`, which sends the user's own modules by value, so a
+``module:function`` from the user's checkout runs on workers that cannot import it; the
+workers' package versions are compared with this process's when the client connects.
 :class:`dpverify.execution.OutputBlock` is the picklable block function for registered
 targets: it carries the target's name and parameters and resolves them in the worker.
 """
@@ -258,24 +261,37 @@ def _run_items(fn: Callable[..., Any], items: Sequence[Item]) -> list[Done]:
 _FN_CACHE: dict[str, Any] = {}
 
 
+def unpickled(key: str, payload: bytes) -> Any:
+    """``payload`` unpickled, once per process for a given ``key`` (its hash).
+
+    Examples
+    --------
+    >>> payload = pickle.dumps([1, 2])
+    >>> unpickled("k", payload) is unpickled("k", payload)
+    True
+    """
+    obj = _FN_CACHE.get(key)
+    if obj is None:
+        obj = pickle.loads(payload)
+        if len(_FN_CACHE) >= 4:
+            _FN_CACHE.clear()
+        _FN_CACHE[key] = obj
+    return obj
+
+
 def _run_chunk_payload(key: str, payload: bytes, items: Sequence[Item]) -> list[Done]:
     """Task of the local pool: the block function arrives pickled, unpickled once."""
     _worker_setup()
-    fn = _FN_CACHE.get(key)
-    if fn is None:
-        fn = pickle.loads(payload)
-        if len(_FN_CACHE) >= 4:
-            _FN_CACHE.clear()
-        _FN_CACHE[key] = fn
-    return _run_items(fn, items)
+    return _run_items(unpickled(key, payload), items)
 
 
-def _run_chunk_dask(fn: Callable[..., Any], items: Sequence[Item],
+def _run_chunk_dask(key: str, payload: bytes, items: Sequence[Item],
                     client_pid: int) -> list[Done]:
-    """Task of a Dask worker: the block function was scattered to it."""
+    """Task of a Dask worker: the block function was scattered to it, pickled with the
+    user's modules by value (:mod:`dpverify.shipping`)."""
     if os.getpid() != client_pid:  # a worker process of its own (not threads of ours)
         _worker_setup()
-    return _run_items(fn, items)
+    return _run_items(unpickled(key, payload), items)
 
 
 def dumps_block_fn(fn: Callable[..., Any]) -> bytes:
@@ -432,17 +448,27 @@ def dask_client(scheduler: Any = None, workers: int | None = None) -> Any:
     except ImportError:
         raise InputError("executor 'dask' needs dask.distributed: "
                          "pip install 'dpverify[dask]'") from None
+    from dpverify.shipping import check_workers
+
     if scheduler is not None and not isinstance(scheduler, str):
+        check_workers(scheduler)
         return scheduler  # a Client the caller made and owns
     key = scheduler if scheduler is not None else ("local", workers)
     client = _CLIENTS.get(key)
     if client is not None and client.status == "running":
+        if scheduler is not None:
+            check_workers(client)  # workers that joined since
         return client
     if scheduler is not None:
         try:
             client = distributed.Client(scheduler, timeout="20s", set_as_default=False)
         except OSError as e:
             raise InputError(f"cannot reach the Dask scheduler at {scheduler!r}: {e}") from None
+        try:
+            check_workers(client)
+        except InputError:
+            client.close()
+            raise
     else:
         n = workers or os.cpu_count() or 1
         cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
@@ -455,17 +481,25 @@ def dask_client(scheduler: Any = None, workers: int | None = None) -> Any:
 def run_dask(fn: Callable[..., Any], items: Sequence[Item], on_done: Callable[[Done], None],
              *, scheduler: Any = None, workers: int | None = None,
              chunk_seconds: float = DEFAULT_CHUNK_SECONDS) -> None:
-    """Blocks as tasks on a Dask cluster; the block function is scattered once."""
+    """Blocks as tasks on a Dask cluster; the block function is scattered once.
+
+    It travels pickled by :func:`dpverify.shipping.dumps`, so a user's own module goes
+    with it: the workers need not be able to import it.
+    """
     import distributed
 
+    from dpverify.shipping import dumps
+
+    payload = dumps(fn, "the block function")  # before connecting: refused before any work
+    key = hashlib.sha256(payload).hexdigest()
     client = dask_client(scheduler, workers)
     n_workers = max(1, sum(client.nthreads().values()))
-    fn_future = client.scatter(fn, broadcast=True, hash=False)
+    fn_future = client.scatter(payload, broadcast=True, hash=False)
     pid = os.getpid()
     finished = distributed.as_completed(loop=client.loop)
 
     def submit(chunk: list[Item]) -> Any:
-        fut = client.submit(_run_chunk_dask, fn_future, chunk, pid, pure=False)
+        fut = client.submit(_run_chunk_dask, key, fn_future, chunk, pid, pure=False)
         finished.add(fut)
         return fut
 

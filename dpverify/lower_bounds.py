@@ -33,20 +33,19 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.checks import CheckSpec, Outcome, RunContext, check_kind
+from dpverify.checks import CheckKind, Options, Outcome, register_kind
 from dpverify.claims import PrivacyClaim, Verdict
 from dpverify.errors import InputError
-from dpverify.execution import build_problem, executor_from_context, sample_outputs, seed_streams
+from dpverify.execution import seed_streams
+from dpverify.experiment import Experiment
 from dpverify.rates.metrics import target_metric
 from dpverify.rates.theory import evaluate
-from dpverify.registry import is_registered_target, resolve
 
-__all__ = ["DEFAULT_TRIALS", "LowerBoundResult", "judge_lower_bound", "verify_lower_bound"]
+__all__ = ["DEFAULT_TRIALS", "LowerBoundCheck", "LowerBoundOptions", "LowerBoundResult",
+           "judge_lower_bound", "verify_lower_bound"]
 
 #: Trials per dataset of the pair when neither the options nor the run give a number.
 DEFAULT_TRIALS = {"quick": 200, "thorough": 1000}
-_OPTIONS = {"pair", "bound", "conditions", "metric", "trials", "confidence", "claim",
-            "block_size"}
 
 
 @dataclass
@@ -134,126 +133,110 @@ def _claim_fields(claim: PrivacyClaim) -> dict[str, Any]:
     return {k: v for k, v in claim.to_dict().items() if v is not None}
 
 
-def verify_lower_bound(
-    target: str,
-    *,
-    pair: Mapping[str, Sequence[Any]],
-    bound: str | float,
-    conditions: Sequence[str] = (),
-    params: Mapping[str, Any] | None = None,
-    claim: Mapping[str, Any] | None = None,
-    metric: str | None = None,
-    trials: int = 200,
-    confidence: float = 0.99,
-    seed: int = 0,
-    scale: str = "quick",
-    backend: str = "numpy",
-    block_size: int | str = "auto",
-    execution: Any = None,
-) -> LowerBoundResult:
-    """Run ``target`` on each dataset of ``pair`` and judge its error against ``bound``.
+@dataclass(frozen=True)
+class LowerBoundOptions(Options):
+    """``pair`` (one parameter and its values: the datasets of the hard pair), ``bound``
+    (expression or number; required), ``conditions`` (expressions that must hold),
+    ``claim`` (overrides of the claim judged), ``metric`` (default: the variant's utility
+    quantity), ``trials`` per dataset (the run's ``--trials`` wins, else the option, else
+    200, 1000 at the thorough scale), ``confidence`` and ``block_size``."""
 
-    Parameters
-    ----------
-    pair
-        ``{parameter: [value_1, value_2, ...]}``: the parameter that selects the dataset of
-        the hard pair, and its values.
-    bound, conditions
-        The lower bound on the pair-average error, and the theorem's conditions, as
-        expressions of the run's parameters with the claim's ``epsilon``, ``delta`` and
-        ``rho`` in place of the run's (see :func:`dpverify.rates.theory.evaluate`).
-    claim
-        Overrides of the target's claim (e.g. ``{"rho": 0.02}``): judge the run against a
-        guarantee other than its own.
+    pair: dict[str, tuple[Any, ...]]
+    bound: float | str
+    conditions: str | tuple[str, ...] = ()
+    claim: dict[str, Any] | None = None
+    metric: str | None = None
+    trials: int | None = None
+    confidence: float = 0.99
+    block_size: int | str = "auto"
+
+    def validate(self) -> None:
+        if len(self.pair) != 1:
+            raise InputError(f"pair must name one parameter and its values, e.g. "
+                             f"{{lb_side = [1, -1]}}, got {self.pair!r}")
+        (key, values), = self.pair.items()
+        if len(values) < 2:
+            raise InputError(f"pair {key!r} needs at least two values, got {list(values)!r}")
+        unknown = set(self.claim or {}) - {"epsilon", "delta", "rho", "relation"}
+        if unknown:
+            raise InputError(f"claim overrides are epsilon, delta, rho and relation; got "
+                             f"{sorted(unknown)}")
+
+
+def verify_lower_bound(exp: Experiment, o: LowerBoundOptions) -> LowerBoundResult:
+    """Run the experiment on each dataset of the hard pair and judge its error.
+
+    ``o.pair``, ``{parameter: [value_1, value_2, ...]}``: the parameter that selects the
+    dataset of the hard pair, and its values. ``o.bound`` and ``o.conditions``: the lower
+    bound on the pair-average error and the theorem's conditions, as expressions of the
+    run's parameters with the claim's ``epsilon``, ``delta`` and ``rho`` in place of the
+    run's (see :func:`dpverify.rates.theory.evaluate`). ``o.claim``: overrides of the
+    target's claim (e.g. ``{"rho": 0.02}``), to judge the run against a guarantee other
+    than its own.
 
     Examples
     --------
-    >>> res = verify_lower_bound(
-    ...     "noisy_gd_004:sound", pair={"lb_side": [1, -1]},
-    ...     bound="0.25 * (1 / (n * lb_epsilon))**kappa",
-    ...     params={"problem": "theorem8", "kappa": 3.0, "d": 1, "n": 100, "rho": 1e4},
-    ...     claim={"rho": 0.02}, trials=50)
+    >>> exp = Experiment("noisy_gd_004:sound",
+    ...                  {"problem": "theorem8", "kappa": 3.0, "d": 1, "n": 100, "rho": 1e4})
+    >>> res = verify_lower_bound(exp, LowerBoundOptions(
+    ...     pair={"lb_side": (1, -1)}, bound="0.25 * (1 / (n * lb_epsilon))**kappa",
+    ...     claim={"rho": 0.02}, trials=50))
     >>> res.verdict.value  # rho = 1e4 of noise, judged as 0.02-zCDP: too accurate
     'FAIL'
     """
-    if not is_registered_target(target):
+    if not exp.registered:
         raise InputError(f"the lower-bound check runs registered targets (name:variant), "
-                         f"got {target!r}")
-    if not isinstance(pair, Mapping) or len(pair) != 1:
-        raise InputError(f"pair must name one parameter and its values, e.g. "
-                         f"{{lb_side = [1, -1]}}, got {pair!r}")
-    (key, values), = pair.items()
+                         f"got {exp.spec!r}")
+    (key, values), = o.pair.items()
     values = list(values)
-    if len(values) < 2:
-        raise InputError(f"pair {key!r} needs at least two values, got {values!r}")
-    t = resolve(target)
-    base = t.algorithm.params(t.variant.name, params, scale)
+    t, base = exp.target, exp.params
     if key not in base:
         raise InputError(f"{t.id} has no parameter {key!r} to select the dataset of the pair")
     own = _claim_fields(t.variant.claim(base))
-    claim = dict(claim or {})
-    unknown = set(claim) - {"epsilon", "delta", "rho", "relation"}
-    if unknown:
-        raise InputError(f"claim overrides are epsilon, delta, rho and relation; got "
-                         f"{sorted(unknown)}")
+    claim = dict(o.claim or {})
     if "rho" in claim:  # an override of one kind replaces the other
         own = {k: v for k, v in own.items() if k not in ("epsilon", "delta")}
     if "epsilon" in claim or "delta" in claim:
         own.pop("rho", None)
     judged = PrivacyClaim(**{**own, **claim})
     names = {**base, **_claim_fields(judged)}
+    conditions = [o.conditions] if isinstance(o.conditions, str) else list(o.conditions)
     for cond in conditions:
         if not bool(evaluate(cond, names)):
             raise InputError(f"the lower bound does not apply: condition {cond!r} fails for "
                              f"the claim {_claim_fields(judged)}")
+    bound = o.bound
     b = float(bound) if isinstance(bound, (int, float)) else float(evaluate(str(bound), names))
-    metric, metric_fn = target_metric(t, metric)
-    trials = int(trials)
+    metric, metric_fn = target_metric(t, o.metric)
+    trials = exp.trial_count(o.trials, DEFAULT_TRIALS.get(exp.scale.value, 200))
     if trials < 2:
         raise InputError(f"trials must be an integer >= 2, got {trials}")
-    streams = seed_streams(seed, len(values) + 1)
+    streams = seed_streams(exp.seed, len(values) + 1)
     errors = []
     for i, v in enumerate(values):
-        p = t.algorithm.params(t.variant.name, {**dict(params or {}), key: v}, scale)
-        problem = build_problem(t, p, seed)
-        out = sample_outputs(t, p, problem, problem.data, trials=trials, seed=streams[i + 1],
-                             backend=backend, block_size=block_size,
-                             **({} if execution is None else {"executor": execution}))
-        errors.append(np.asarray(metric_fn(problem, out, p), dtype=float).reshape(-1))
-    return judge_lower_bound(errors, b, confidence=confidence, metric=metric,
+        side = exp.with_params(**{key: v})
+        out = side.sample(side.problem.data, trials, streams[i + 1], block_size=o.block_size)
+        errors.append(np.asarray(metric_fn(side.problem, out, side.params),
+                                 dtype=float).reshape(-1))
+    return judge_lower_bound(errors, b, confidence=o.confidence, metric=metric,
                              rng=np.random.default_rng(streams[0]),
                              claim=_claim_fields(judged))
 
 
-@check_kind("lower_bound")
-def lower_bound_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
-    """Does a target beat a theorem's lower bound on the error of any private algorithm?
+@register_kind
+class LowerBoundCheck(CheckKind):
+    """Does a target beat a theorem's lower bound on the error of any private algorithm?"""
 
-    Options: ``pair`` (one parameter and its values: the datasets of the hard pair),
-    ``bound`` (expression or number; required), ``conditions`` (expressions that must
-    hold), ``claim`` (overrides of the claim judged), ``metric`` (default: the variant's
-    utility quantity), ``trials`` per dataset (the run's ``--trials`` wins, else the option,
-    else 200, 1000 at the thorough scale), ``confidence`` (0.99) and ``block_size``. See
-    :func:`verify_lower_bound`.
-    """
-    opts = {k: v for k, v in spec.options.items() if not str(k).startswith("_")}
-    unknown = set(opts) - _OPTIONS
-    if unknown:
-        raise InputError(f"{spec.source or spec.id}: unknown lower_bound option(s) "
-                         f"{sorted(unknown)}; known: {sorted(_OPTIONS)}")
-    for need in ("pair", "bound"):
-        if need not in opts:
-            raise InputError(f"{spec.source or spec.id}: the lower_bound check needs {need!r}")
-    conditions = opts.get("conditions", ())
-    trials = ctx.trials or opts.get("trials") or DEFAULT_TRIALS.get(ctx.scale, 200)
-    res = verify_lower_bound(
-        spec.target, pair=dict(opts["pair"]), bound=opts["bound"],
-        conditions=[conditions] if isinstance(conditions, str) else list(conditions),
-        params=dict(spec.params), claim=opts.get("claim"), metric=opts.get("metric"),
-        trials=int(trials), confidence=float(opts.get("confidence", 0.99)), seed=ctx.seed,
-        scale=ctx.scale, backend=ctx.backend, block_size=opts.get("block_size", "auto"),
-        execution=executor_from_context(ctx),
-    )
+    name = "lower_bound"
+    Options = LowerBoundOptions
+    registered_only = True
+
+    def run(self, exp: Experiment, options: LowerBoundOptions) -> Outcome:
+        return lower_bound_outcome(verify_lower_bound(exp, options))
+
+
+def lower_bound_outcome(res: LowerBoundResult) -> Outcome:
+    """The check's verdict, metrics and sentence from a lower-bound result."""
     word = ("below the bound: more accurate than any algorithm private as claimed"
             if res.verdict == Verdict.FAIL else "not below the bound")
     if res.non_finite:

@@ -5,6 +5,7 @@ A suite is a TOML file::
     [suite]
     name = "smoke"
     seed = 0                      # optional root seed
+    battery = ["noisy_gd"]        # optional: the conformance battery of these targets
 
     [[check]]
     id = "noisy_gd.sound.account"
@@ -19,7 +20,9 @@ A suite is a TOML file::
     trials = 100000
 
 Every file is validated before any check runs, so bad input costs nothing and writes
-nothing.
+nothing. ``battery`` generates the conformance battery's checks of the named algorithms,
+variants or packages (:mod:`dpverify.conformance`) ahead of the suite's own: a suite holds
+only what the battery does not check.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from typing import Any
 
 import tomllib
 
-from dpverify.checks import CheckResult, CheckSpec, RunContext, available_check_kinds
+from dpverify.checks import CheckKind, CheckResult, CheckSpec, RunContext, get_kind
 from dpverify.claims import Verdict, check_relation
 from dpverify.errors import InputError, check_delta, check_epsilon, check_positive
 
@@ -66,6 +69,7 @@ class SuiteRun:
     seed: int = 0
     scale: str = "quick"
     suite_seeds: list[int] = field(default_factory=list)  # the root seed each suite ran with
+    placement: dict[str, str] = field(default_factory=dict)  # check id -> where it ran
 
     @property
     def all_met(self) -> bool:
@@ -145,16 +149,20 @@ def load_suite(path: str | Path) -> Suite:
     head = doc.get("suite", {})
     if not isinstance(head, dict):
         raise _fail(path, text, None, "suite", "[suite] must be a table")
+    unknown_head = sorted(set(head) - {"name", "seed", "description", "battery"})
+    if unknown_head:
+        raise _fail(path, text, None, unknown_head[0], f"unknown key {unknown_head[0]!r} in "
+                    "[suite]; allowed: battery, description, name, seed")
     unknown_top = set(doc) - {"suite", "check"}
     if unknown_top:
         key = sorted(unknown_top)[0]
         raise _fail(path, text, None, key, f"unknown top-level key {key!r}")
     entries = doc.get("check", [])
-    if not isinstance(entries, list) or not entries:
+    battery = _battery(head, path, text)
+    if not isinstance(entries, list) or not (entries or battery):
         raise _fail(path, text, None, None, "a suite needs at least one [[check]] entry")
-    kinds = available_check_kinds()
-    seen: set[str] = set()
-    checks: list[CheckSpec] = []
+    seen: set[str] = {s.id for s in battery}
+    checks: list[CheckSpec] = list(battery)
     for i, entry in enumerate(entries):
         def where(key: str | None, i: int = i) -> str:
             return f"{path}:{_line_of(text, i, key)}"
@@ -174,9 +182,7 @@ def load_suite(path: str | Path) -> Suite:
         if cid in seen:
             raise InputError(f"{where('id')}: duplicate check id {cid!r}")
         seen.add(cid)
-        if entry["kind"] not in kinds:
-            raise InputError(f"{where('kind')}: unknown check kind {entry['kind']!r}; "
-                             f"known: {kinds}")
+        kind = get_kind(entry["kind"], where("kind"))
         try:
             expected = Verdict.parse(entry.get("expected", "PASS"))
         except InputError as e:
@@ -190,6 +196,7 @@ def load_suite(path: str | Path) -> Suite:
         _check_privacy_values(params, where)
         _check_privacy_values(options, where, option=True)
         _check_privacy_values(thorough, where, option=True)  # options at --scale thorough
+        _check_options(kind, options, thorough, where)
         target = entry["target"]
         if is_registered_target(target) or ":" not in target:
             try:
@@ -214,15 +221,53 @@ def load_suite(path: str | Path) -> Suite:
         if not isinstance(description, str):
             raise InputError(f"{where('description')}: description of check {cid!r} must be "
                              f"a string, got {description!r}")
-        opts = dict(options)
-        opts["_thorough"] = dict(thorough)
-        checks.append(CheckSpec(cid, entry["kind"], target, expected, dict(params), opts,
-                                source=where("id"), description=description))
+        checks.append(CheckSpec(cid, entry["kind"], target, expected, dict(params),
+                                dict(options), source=where("id"), description=description,
+                                thorough=dict(thorough)))
     seed = head.get("seed")
     if seed is not None and not isinstance(seed, int):
         raise _fail(path, text, None, "seed", f"seed must be an integer, got {seed!r}")
     return Suite(path, str(head.get("name", path.stem)), checks, seed,
                  str(head.get("description", "")))
+
+
+def _battery(head: dict[str, Any], path: Path, text: str) -> list[CheckSpec]:
+    """The battery checks a ``[suite]`` table asks for (``battery = [targets]``)."""
+    names = head.get("battery")
+    if names is None:
+        return []
+    if isinstance(names, str):
+        names = [names]
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise _fail(path, text, None, "battery", f"battery must be a list of targets, got "
+                    f"{names!r}")
+    from dpverify.conformance import check_targets
+
+    try:
+        return check_targets(names)
+    except InputError as e:
+        raise _fail(path, text, None, "battery", str(e)) from None
+
+
+def _check_options(kind: CheckKind, options: dict[str, Any], thorough: dict[str, Any],
+                   where: Callable[[str | None], str]) -> None:
+    """Parse a check's options, at both scales, against its kind's schema.
+
+    An unknown key, a wrong type or a broken rule is an error naming the file, the line of
+    the offending key and the known keys: found here, before any check runs.
+    """
+    known = {f.name for f in dataclasses.fields(kind.Options)}
+    for table in (options, thorough):
+        for key in table:
+            if key not in known:
+                raise InputError(f"{where(key)}: unknown option {key!r} for a {kind.name} "
+                                 f"check; known: {sorted(known)}")
+    for table in (options, {**options, **thorough}):
+        try:
+            kind.options(table)
+        except InputError as e:
+            key = next((k for k in table if repr(k) in str(e)), None)
+            raise InputError(f"{where(key or 'kind')}: {e}") from None
 
 
 def discover(paths: Iterable[str | Path]) -> list[Path]:
@@ -246,17 +291,13 @@ def scaled(spec: CheckSpec, scale: str) -> CheckSpec:
 
     Examples
     --------
-    >>> s = CheckSpec("a", "account", "noisy_gd:sound", options={"rtol": 0.1,
-    ...               "_thorough": {"rtol": 0.01}}, description="why")
+    >>> s = CheckSpec("a", "account", "noisy_gd:sound", options={"rtol": 0.1},
+    ...               thorough={"rtol": 0.01}, description="why")
     >>> t = scaled(s, "thorough")
     >>> t.options, t.description
     ({'rtol': 0.01}, 'why')
     """
-    opts = dict(spec.options)
-    thorough = opts.pop("_thorough", {}) or {}
-    if scale == "thorough":
-        opts.update(thorough)
-    return dataclasses.replace(spec, options=opts)
+    return dataclasses.replace(spec, options=spec.options_at(scale), thorough={})
 
 
 def run_suites(
@@ -266,11 +307,13 @@ def run_suites(
     only: str | None = None,
     on_result: Callable[[CheckResult], None] | None = None,
     jobs: int = 1,
+    placed: dict[str, str] | None = None,
 ) -> SuiteRun:
     """Run every check of ``suites`` (already validated) and collect the results.
 
-    ``jobs`` checks run at a time in worker processes (see :mod:`dpverify.runner`); the
-    results, and their order, are the same for every ``jobs``.
+    ``jobs`` checks run at a time in worker processes, or whole checks on a Dask cluster
+    when ``ctx.executor`` is ``"dask"`` (see :mod:`dpverify.runner`); the results, and
+    their order, are the same for every ``jobs`` and executor.
     """
     from dpverify.runner import run_checks
 
@@ -283,7 +326,10 @@ def run_suites(
         run.suite_seeds.append(sctx.seed)
         todo += [(scaled(spec, ctx.scale), sctx) for spec in suite.checks
                  if not only or only in spec.id]
-    run.results.extend(run_checks(todo, jobs=jobs, on_result=on_result))
+    # The caller's dict is filled as checks finish (its on_result may show where each ran).
+    run.placement = run.placement if placed is None else placed
+    run.results.extend(run_checks(todo, jobs=jobs, on_result=on_result,
+                                  placed=run.placement))
     return run
 
 
@@ -314,18 +360,23 @@ def run_command(args: Any) -> int:
     console = Console(stderr=True, quiet=args.quiet)
     done = 0
 
+    placement: dict[str, str] = {}
+    on_dask = ctx.executor == "dask"
+
     def show(res: CheckResult) -> None:
         nonlocal done
         done += 1
         mark = "ok " if res.met else "!! "
+        where = f" on {placement[res.spec.id]}" if on_dask and res.spec.id in placement else ""
         console.print(f"[{done}/{total}] {mark}{res.spec.id}: {res.outcome.verdict.value} "
-                      f"(expected {res.spec.expected.value}, {res.seconds:.1f}s)",
+                      f"(expected {res.spec.expected.value}, {res.seconds:.1f}s){where}",
                       highlight=False)
 
     console.print(f"dpverify: {total} checks from {len(suites)} suite(s), seed {ctx.seed}, "
-                  f"scale {ctx.scale}", highlight=False)
+                  f"scale {ctx.scale}" + (f", on the Dask cluster {ctx.scheduler or '(local)'}"
+                                          if on_dask else ""), highlight=False)
     run = run_suites(suites, ctx, only=args.only, on_result=show,
-                     jobs=getattr(args, "jobs", 1))
+                     jobs=getattr(args, "jobs", 1), placed=placement)
     regressions = compare_baseline(run, baseline) if baseline is not None else []
     paths = write_reports(run, Path(args.report_dir), regressions=regressions)
     if args.json_path:
@@ -335,6 +386,8 @@ def run_command(args: Any) -> int:
         write_json_atomic(args.json_path, report_dict(run, regressions))
     out = Console(quiet=args.quiet, width=140)
     out.print(summary_table(run))
+    if on_dask:
+        out.print(spread(run), highlight=False)
     for r in regressions:
         out.print(f"regression: {r}", highlight=False)
     met = sum(r.met for r in run.results)
@@ -342,3 +395,22 @@ def run_command(args: Any) -> int:
               f"{', '.join(str(p) for p in paths)}", highlight=False)
     return 0 if run.all_met and not regressions else 1
 
+
+
+def spread(run: SuiteRun) -> str:
+    """How the checks spread over the places they ran: count and seconds of each.
+
+    Examples
+    --------
+    >>> from dpverify.checks import CheckResult, Outcome
+    >>> from dpverify.claims import Verdict
+    >>> r = SuiteRun([], [CheckResult(CheckSpec(i, "account", "t"), Outcome(Verdict.PASS), 2.0)
+    ...                   for i in "abc"], placement={"a": "w1", "b": "w2", "c": "w1"})
+    >>> spread(r)
+    'checks per worker: w1 2 (4.0 s), w2 1 (2.0 s)'
+    """
+    per: dict[str, list[float]] = {}
+    for r in run.results:
+        per.setdefault(run.placement.get(r.spec.id, "?"), []).append(r.seconds)
+    return "checks per worker: " + ", ".join(f"{w} {len(v)} ({sum(v):.1f} s)"
+                                             for w, v in sorted(per.items()))

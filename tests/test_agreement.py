@@ -205,7 +205,7 @@ def test_agree_check_kind_passes_with_its_evidence() -> None:
 
 def test_agree_check_kind_rejects_unknown_options() -> None:
     spec = CheckSpec("g", "agree", "noisy_gd:sound", options={"tolerance": 1})
-    with pytest.raises(InputError, match="unknown options"):
+    with pytest.raises(InputError, match="unknown option"):
         run_check(spec, RunContext())
 
 

@@ -68,7 +68,7 @@ def test_loss_is_an_exact_log_likelihood_ratio(pair: NeighbourPair, release: str
 def test_gaussian_loss_and_sensitivity(pair: NeighbourPair) -> None:
     cur = _replay(pair, 5, 0)
     cur.gaussian("s", _sum, sensitivity=1.0, noise_std=2.0)
-    rel = cur.ledger.releases[0]
+    rel = cur.ledger.records[0]
     loss, m2, gaussian = release_privacy_loss(rel)
     a, vD, vDp = rel.answer, rel.value_D, rel.value_D_prime
     ref = (np.sum((a - vDp) ** 2, 1) - np.sum((a - vD) ** 2, 1)) / 8.0
@@ -95,11 +95,11 @@ def test_a_plain_run_cannot_be_audited(pair: NeighbourPair) -> None:
     cur = Curator(pair.D, trials=2, rng=0)
     cur.gaussian("s", _sum, sensitivity=1.0, noise_std=1.0)
     with pytest.raises(InputError, match="not replayed"):
-        release_privacy_loss(cur.ledger.releases[0])
+        release_privacy_loss(cur.ledger.records[0])
     cur = Curator.replay(pair, trials=2, rng=0)  # keep_answers off
     cur.gaussian("s", _sum, sensitivity=1.0, noise_std=1.0)
     with pytest.raises(InputError, match="keep_answers"):
-        release_privacy_loss(cur.ledger.releases[0])
+        release_privacy_loss(cur.ledger.records[0])
 
 
 def test_linear_canary_replays_the_accountants_mu() -> None:
@@ -147,11 +147,11 @@ def test_exponential_loss_composes_with_the_gaussian_losses(pair: NeighbourPair)
     cur = _replay(pair, 50, 3)
     cur.gaussian("g", _sum, sensitivity=1.0, noise_std=0.7)
     cur.exponential("pick", _scores, sensitivity=1.0, epsilon=1.5)
-    g, e = (release_privacy_loss(r)[0] for r in cur.ledger)
+    g, e = (release_privacy_loss(r)[0] for r in cur.ledger.records)
     L, V, gaussian = transcript_privacy_loss(cur.ledger)
     np.testing.assert_allclose(L, g + e)
     assert V is None and not gaussian
     # |loss| <= eps Delta_true / Delta: 2 c Delta_true with c = eps / (2 Delta).
-    r = cur.ledger.releases[1]
-    assert np.all(np.abs(e) <= 1.5 * r.true_difference.max() / r.sensitivity + 1e-12)
+    r = cur.ledger.records[1]
+    assert np.all(np.abs(e) <= 1.5 * r.true_difference.max() / r.release.sensitivity + 1e-12)
     assert np.any(e != 0)

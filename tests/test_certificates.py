@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 
 from dpverify import registry
-from dpverify.certificates import judge_certificates, verify_certificates
+from dpverify.certificates import CertificateOptions, judge_certificates, verify_certificates
 from dpverify.checks import CheckSpec, RunContext, available_check_kinds, run_check
 from dpverify.claims import PrivacyClaim, Verdict
 from dpverify.data import Dataset
 from dpverify.errors import InputError
+from dpverify.experiment import Experiment
 from dpverify.rates import metrics as rate_metrics
 from dpverify.registry import Algorithm, Problem, Variant
 
@@ -58,9 +59,9 @@ def synthetic(monkeypatch):
 
 
 def _verify(target, trials=400, **params):
-    return verify_certificates(target, params=params, threshold="holds_below",
-                               max_false_rate="claimed", metric="test_first_column",
-                               trials=trials, seed=0)
+    return verify_certificates(Experiment(target, params), CertificateOptions(
+        threshold="holds_below", max_false_rate="claimed", metric="test_first_column",
+        trials=trials))
 
 
 def test_the_kind_is_registered():
@@ -143,15 +144,13 @@ def test_check_kind_reads_options_and_rejects_bad_ones(synthetic):
 
 def test_outputs_without_a_flag_column_are_refused():
     with pytest.raises(InputError, match="does not certify"):
-        verify_certificates("noisy_gd:sound", params={"T": 2}, threshold=1.0,
-                            max_false_rate=0.1, metric="grad_norm", trials=2)
+        verify_certificates(Experiment("noisy_gd:sound", {"T": 2}), CertificateOptions(
+            threshold=1.0, max_false_rate=0.1, metric="grad_norm", trials=2))
 
 
 def test_the_run_is_reproducible_from_its_seed(synthetic):
-    a = verify_certificates(synthetic, params={"holds_below": 0.5}, threshold="holds_below",
-                            max_false_rate=0.1, metric="test_first_column", trials=64,
-                            block_size=16)
-    b = verify_certificates(synthetic, params={"holds_below": 0.5}, threshold="holds_below",
-                            max_false_rate=0.1, metric="test_first_column", trials=64,
-                            block_size=16)
+    opts = CertificateOptions(threshold="holds_below", max_false_rate=0.1,
+                              metric="test_first_column", trials=64, block_size=16)
+    a = verify_certificates(Experiment(synthetic, {"holds_below": 0.5}), opts)
+    b = verify_certificates(Experiment(synthetic, {"holds_below": 0.5}), opts)
     assert (a.false, a.certified) == (b.false, b.certified)

@@ -84,7 +84,7 @@ def test_ledger_records_the_declared_sensitivity_noise_and_sampling(small_data, 
     assert (g.sampling, g.rate, g.batch_size, g.dataset_size) == ("poisson", 0.25, None, 6)
     assert (g.step, g.shape) == (7, (3,))
     assert g.touched is None  # amplified sampling is charged to every record
-    np.testing.assert_array_equal(g.answer, ans)
+    np.testing.assert_array_equal(cur.ledger.records[0].answer, ans)
     assert (lap.mechanism, lap.norm, lap.sensitivity, lap.noise) == ("laplace", "l1", 0.5, 4.0)
     assert (lap.sampling, lap.rate, lap.batch_size, lap.step, lap.shape) == (
         "full", 1.0, 6, 8, (1,))
@@ -294,7 +294,7 @@ def test_replay_replace_one_records_the_true_difference(small_data, sum_query):
     cur = Curator.replay(pair, trials=4, rng=0)
     assert cur.replaying and cur.pair is pair
     ans = cur.gaussian("sum", sum_query, sensitivity=2.0, noise_std=0.0)
-    rel = cur.ledger.releases[0]
+    rel = cur.ledger.records[0]
     s_D = small_data.X.sum(axis=0)
     s_Dp = s_D - small_data.X[2] + x_new
     np.testing.assert_allclose(rel.value_D, np.tile(s_D, (4, 1)))
@@ -311,14 +311,14 @@ def test_replay_laplace_difference_is_in_l1(small_data, sum_query):
     cur = Curator.replay(pair, trials=2, rng=0)
     cur.laplace("sum", sum_query, sensitivity=10.0, scale=1.0)
     # |1 - 2| + |0 + 4| + |0 - 3| = 8
-    np.testing.assert_allclose(cur.ledger.releases[0].true_difference, [8.0, 8.0])
+    np.testing.assert_allclose(cur.ledger.records[0].true_difference, [8.0, 8.0])
 
 
 def test_replay_add_remove_with_D_larger(small_data, sum_query):
     pair = NeighbourPair.add_remove(small_data, 1)  # D has record 1, D' does not
     cur = Curator.replay(pair, trials=3, rng=0)
     ans = cur.gaussian("sum", sum_query, sensitivity=1.0, noise_std=0.0)
-    rel = cur.ledger.releases[0]
+    rel = cur.ledger.records[0]
     np.testing.assert_allclose(rel.value_D - rel.value_D_prime, np.tile([0.0, 2.0, 0.0], (3, 1)))
     np.testing.assert_allclose(rel.true_difference, [2.0, 2.0, 2.0])
     np.testing.assert_allclose(ans, np.tile(small_data.X.sum(axis=0), (3, 1)))
@@ -331,7 +331,7 @@ def test_replay_add_remove_with_D_smaller(small_data, sum_query):
     assert (pair.relation, pair.index) == ("add_remove", 4)
     cur = Curator.replay(pair, trials=3, rng=0)
     ans = cur.gaussian("sum", sum_query, sensitivity=1.0, noise_std=0.0)
-    rel = cur.ledger.releases[0]
+    rel = cur.ledger.records[0]
     np.testing.assert_allclose(rel.value_D, np.tile(smaller.X.sum(axis=0), (3, 1)))
     np.testing.assert_allclose(rel.value_D_prime, np.tile(small_data.X.sum(axis=0), (3, 1)))
     np.testing.assert_allclose(rel.true_difference, np.full(3, np.linalg.norm([0.5, -0.5, 0.25])))
@@ -363,7 +363,7 @@ def test_replay_amplified_sampling_records_value_out_and_included(small_data, su
     cur = Curator.replay(pair, trials=K, rng=8)
     batch = cur.sample("poisson", rate=0.3)
     ans = cur.gaussian("sum", sum_query, sensitivity=1.0, noise_std=0.0, batch=batch)
-    rel = cur.ledger.releases[0]
+    rel = cur.ledger.records[0]
     np.testing.assert_array_equal(rel.included, batch.weights[:, i] > 0)
     assert 0 < rel.included.sum() < K
     x_i = small_data.X[i]
@@ -392,11 +392,11 @@ def test_replay_uniform_sampling_is_amplified_and_shuffle_is_not(small_data, sum
                  batch=cur.sample("uniform_with_replacement", size=3))
     ep = cur.epoch(3)
     cur.gaussian("s", sum_query, sensitivity=1.0, noise_std=1.0, batch=ep[0])
-    u, r, s = cur.ledger.releases
+    u, r, s = cur.ledger.records
     assert u.value_out is not None and r.value_out is not None
     assert s.value_out is None
     np.testing.assert_array_equal(s.included, ep[0].weights[:, 0] > 0)
-    np.testing.assert_array_equal(s.touched, ep[0].weights > 0)
+    np.testing.assert_array_equal(s.release.touched, ep[0].weights > 0)
     # Shuffled: D and D' differ exactly when record 0 is in the batch.
     np.testing.assert_allclose(s.true_difference, np.where(s.included, 1.0, 0.0))
 
@@ -512,7 +512,7 @@ def test_replay_exponential_records_both_score_vectors_and_the_linf_difference(s
     plain = Curator(small_data, trials=5, rng=1).exponential(
         "pick", _three_scores, sensitivity=1.0, epsilon=1.0)
     np.testing.assert_array_equal(idx, plain)
-    r = cur.ledger.releases[0]
+    r = cur.ledger.records[0]
     assert r.value_D.shape == r.value_D_prime.shape == (5, 3)
     np.testing.assert_allclose(r.true_difference, 1.0)
     np.testing.assert_array_equal(r.answer[:, 0], idx)

@@ -79,7 +79,7 @@ def test_fast_clipped_sum_is_bit_identical(loss_name: str, dtype: str) -> None:
                             else c.full_batch()
                         with np.errstate(all="ignore"):
                             v = c.gaussian("g", q, sensitivity=1.0, noise_std=0.5, batch=batch)
-                        rel = c.ledger.releases[0]
+                        rel = c.ledger.records[0]
                         outs.append((v, rel.value_D, rel.value_D_prime))
                     for a, r in zip(outs[0], outs[1], strict=True):
                         if r is None:

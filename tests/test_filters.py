@@ -127,7 +127,7 @@ def test_gaussian_per_trial_inactive_trials_see_only_noise():
     cur = Curator.replay(NeighbourPair.add_remove(D, 0), trials=2, rng=0)
     gaussian_per_trial(cur, "s", lambda X, y, w: w @ X, sensitivity=1.0,
                        noise_std=[1.0, 1.0], active=[True, False])
-    rel = cur.ledger.releases[0]
+    rel = cur.ledger.records[0]
     assert rel.true_difference[1] == 0.0 and rel.true_difference[0] == pytest.approx(1.0)
     with pytest.raises(InputError):
         gaussian_per_trial(cur, "s", lambda X, y, w: w @ X, sensitivity=1.0,

@@ -10,7 +10,8 @@ from dpverify.checks import CheckSpec, RunContext, run_check
 from dpverify.claims import Verdict
 from dpverify.errors import InputError
 from dpverify.execution import build_problem, run_target
-from dpverify.lower_bounds import judge_lower_bound, verify_lower_bound
+from dpverify.experiment import Experiment
+from dpverify.lower_bounds import LowerBoundOptions, judge_lower_bound, verify_lower_bound
 from dpverify.rates.metrics import get_metric
 from dpverify.registry import resolve
 
@@ -74,33 +75,34 @@ def test_excess_risk_of_a_non_finite_output_is_nan() -> None:
     assert np.isnan(v[0]) and abs(v[1]) < 1e-12
 
 
+def _lb(target, params, **options):
+    """verify_lower_bound on an experiment, with the options given as a suite would."""
+    return verify_lower_bound(Experiment(target, params), LowerBoundOptions.parse(options))
+
+
 def test_a_private_run_passes_and_an_overclaimed_one_fails() -> None:
     kw = dict(pair=PAIR, bound=BOUND, conditions=[ZCDP_TO_DP, "d == 1"], trials=40)
-    ok = verify_lower_bound("noisy_gd_004:sound", params={**THM8, "rho": 0.02}, **kw)
+    ok = _lb("noisy_gd_004:sound", {**THM8, "rho": 0.02}, **kw)
     assert ok.verdict is Verdict.PASS and ok.mean > 100 * ok.bound
-    bad = verify_lower_bound("noisy_gd_004:sound", params={**THM8, "rho": 1e4},
-                             claim={"rho": 0.02}, **kw)
+    bad = _lb("noisy_gd_004:sound", {**THM8, "rho": 1e4}, claim={"rho": 0.02}, **kw)
     assert bad.verdict is Verdict.FAIL and bad.upper < bad.bound
     assert bad.claim["rho"] == 0.02
     # judged by its own claim, rho = 1e4 is outside the theorem's conditions
     with pytest.raises(InputError, match="does not apply"):
-        verify_lower_bound("noisy_gd_004:sound", params={**THM8, "rho": 1e4}, **kw)
+        _lb("noisy_gd_004:sound", {**THM8, "rho": 1e4}, **kw)
     with pytest.raises(InputError, match="no parameter 'side'"):
-        verify_lower_bound("noisy_gd_004:sound", params=THM8, pair={"side": [1, -1]},
-                           bound=BOUND)
+        _lb("noisy_gd_004:sound", THM8, pair={"side": [1, -1]}, bound=BOUND)
     with pytest.raises(InputError, match="two values"):
-        verify_lower_bound("noisy_gd_004:sound", params=THM8, pair={"lb_side": [1]},
-                           bound=BOUND)
-    with pytest.raises(InputError, match="registered targets"):
-        verify_lower_bound("mod:f", pair=PAIR, bound=BOUND)
+        _lb("noisy_gd_004:sound", THM8, pair={"lb_side": [1]}, bound=BOUND)
+    with pytest.raises(InputError, match="registered"):
+        _lb("mod:f", {}, pair=PAIR, bound=BOUND)
     with pytest.raises(InputError, match="claim overrides"):
-        verify_lower_bound("noisy_gd_004:sound", params={**THM8, "rho": 1e4},
-                           claim={"rh0": 0.02}, **kw)
+        _lb("noisy_gd_004:sound", {**THM8, "rho": 1e4}, claim={"rh0": 0.02}, **kw)
     # an (epsilon, delta) override replaces the target's rho: rho is then unknown to the
     # conditions, which name it
     with pytest.raises(InputError, match="rho"):
-        verify_lower_bound("noisy_gd_004:sound", params={**THM8, "rho": 1e4},
-                           claim={"epsilon": 0.5, "delta": 1e-6}, **kw)
+        _lb("noisy_gd_004:sound", {**THM8, "rho": 1e4},
+            claim={"epsilon": 0.5, "delta": 1e-6}, **kw)
 
 
 def test_the_check_kind_reads_its_options() -> None:
@@ -111,9 +113,9 @@ def test_the_check_kind_reads_its_options() -> None:
     res = run_check(spec, RunContext())
     assert res.met and "below the bound" in res.outcome.message
     assert res.outcome.metrics["ratio"] < 1
-    with pytest.raises(InputError, match="needs 'bound'"):
+    with pytest.raises(InputError, match="missing required option.*bound"):
         run_check(CheckSpec("lb", "lower_bound", "noisy_gd_004:sound",
                             options={"pair": PAIR}), RunContext())
-    with pytest.raises(InputError, match="unknown lower_bound option"):
+    with pytest.raises(InputError, match="unknown option 'bond'"):
         run_check(CheckSpec("lb", "lower_bound", "noisy_gd_004:sound",
                             options={"pair": PAIR, "bound": BOUND, "bond": 1}), RunContext())

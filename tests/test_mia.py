@@ -24,7 +24,6 @@ from dpverify.curator import Curator
 from dpverify.data import Dataset, synthetic_classification
 from dpverify.errors import InputError
 from dpverify.mia import (
-    MembershipCurator,
     advantage_ceiling,
     auc_ceiling,
     auc_lower_bound,
@@ -141,7 +140,7 @@ def test_auc_lower_bound_covers() -> None:
 def test_membership_curator_gives_each_trial_its_own_records() -> None:
     D = Dataset(np.arange(1.0, 6.0)[:, None], np.zeros(5))
     mask = np.array([[1, 1, 1, 1, 1], [1, 0, 1, 0, 1], [0, 0, 0, 0, 1]], dtype=bool)
-    cur = MembershipCurator(D, mask, trials=3, rng=0)
+    cur = Curator.membership(D, mask, trials=3, rng=0)
     full = cur.gaussian("s", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=0.0)
     assert full.ravel().tolist() == [15.0, 9.0, 5.0]
     batch = cur.sample("poisson", rate=0.5)
@@ -149,7 +148,24 @@ def test_membership_curator_gives_each_trial_its_own_records() -> None:
                        batch=batch)
     assert got.ravel().tolist() == ((batch.weights * mask) @ D.X).ravel().tolist()
     with pytest.raises(InputError, match="mask"):
-        MembershipCurator(D, mask[:2], trials=3)
+        Curator.membership(D, mask[:2], trials=3)
+
+
+def test_every_release_type_is_masked_including_the_exponential_selection() -> None:
+    """With record 1 masked out of trial 0, a selection scored by record 1 alone is never made
+    in trial 0 (its score is 0 there, against 50 for the other option), and always in trial 1,
+    where record 1 is present: the mask reaches exponential releases as it does the others."""
+    D = Dataset(np.array([[0.0], [100.0], [0.0]]), np.zeros(3))
+    mask = np.array([[1, 0, 1], [1, 1, 1]], dtype=bool)
+    cur = Curator.membership(D, mask, trials=2, rng=0)
+
+    def scores(X, y, w):  # option 0 scores record 1's feature, option 1 scores 50
+        return np.stack([w @ X[:, 0], np.full(w.shape[0], 50.0)], axis=1)
+
+    picks = np.array([cur.exponential("pick", scores, sensitivity=1.0, epsilon=2.0)
+                      for _ in range(200)])
+    # exp(-50) per draw: the chance of a wrong pick in 400 draws is below 1e-18.
+    assert (picks[:, 0] == 1).all() and (picks[:, 1] == 0).all()
 
 
 def test_masked_run_matches_a_run_on_the_trials_dataset() -> None:
@@ -163,11 +179,12 @@ def test_masked_run_matches_a_run_on_the_trials_dataset() -> None:
     M = np.array([[True, False, True, False]])
     data = pool.slots()
     t = resolve("noisy_gd:sound")
-    cur = MembershipCurator(data, pool.slot_mask(M), trials=1, rng=5,
-                            n_public=setup.problem.data.n)
-    masked = t.variant.run(cur, setup.problem, setup.params)
+    cur = Curator.membership(data, pool.slot_mask(M), trials=1, rng=5,
+                             n_public=setup.problem.data.n)
+    setting = t.setting(setup.problem, setup.params)
+    masked = t.variant.run(cur, setting, setup.params)
     plain_cur = Curator(pool.dataset(M[0]), trials=1, rng=5, n_public=setup.problem.data.n)
-    plain = t.variant.run(plain_cur, setup.problem, setup.params)
+    plain = t.variant.run(plain_cur, setting, setup.params)
     np.testing.assert_allclose(masked, plain, rtol=1e-10, atol=1e-12)
 
 

@@ -163,7 +163,7 @@ def _dual_setup(divergence: str, lam: float):
     p = t.algorithm.params("sound", {"divergence": divergence, "dro_lambda": lam, "n": 60})
     prob = build_problem(t, p, 0)
     div = get_divergence(divergence)
-    return prob, p, div, dual_constants(p, prob, div)
+    return prob, p, div, dual_constants(p, prob.setting(), div)
 
 
 def _dual_L(div, prob, lam, G, x, eta):
@@ -390,8 +390,9 @@ def test_theorem8_schedule_overrides_the_pinned_one():
     p = t.algorithm.params("sound", {"n": 200, "T": 60, "q": 10, "schedule": "theorem8"})
     prob = build_problem(t, p, 0)
     free = t.algorithm.params("sound", {"n": 200, "T": None, "q": None, "b2": None})
-    assert theorem8_schedule(p, prob, 200, 5) == theorem8_schedule(free, prob, 200, 5)
-    assert theorem8_schedule({**p, "schedule": "given"}, prob, 200, 5)[:2] == (60, 10)
+    s = prob.setting()
+    assert theorem8_schedule(p, s, 200, 5) == theorem8_schedule(free, s, 200, 5)
+    assert theorem8_schedule({**p, "schedule": "given"}, prob.setting(), 200, 5)[:2] == (60, 10)
 
 
 def test_balanced_test_set_shares_the_directions_but_not_the_imbalance():

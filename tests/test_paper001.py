@@ -104,7 +104,7 @@ def test_account_of_printed_multi_pass_noise_needs_a_constant_above_one():
 @pytest.mark.parametrize("variant", ["paper", "sound"])
 def test_single_pass_reads_every_record_in_one_period_only(name, variant):
     out, cur, problem, p = _run(f"{name}:{variant}", trials=1)
-    sched = single_pass_setup(p, problem, cur.n, cur.d, zero_order=name == "o2nc_zo",
+    sched = single_pass_setup(p, problem.setting(), cur.n, cur.d, zero_order=name == "o2nc_zo",
                               sound=variant == "sound")["sched"]
     assert sched.records_used <= cur.n
     periods = {}
@@ -118,7 +118,7 @@ def test_single_pass_reads_every_record_in_one_period_only(name, variant):
 @pytest.mark.parametrize("name", SINGLE_PASS)
 def test_printed_tree_leaks_exactly_at_period_ends_and_the_sound_one_never(name):
     _, cur, problem, p = _run(f"{name}:paper", trials=1)
-    sigma = single_pass_setup(p, problem, cur.n, cur.d, zero_order=name == "o2nc_zo",
+    sigma = single_pass_setup(p, problem.setting(), cur.n, cur.d, zero_order=name == "o2nc_zo",
                               sound=False)["sched"].Sigma
     steps = [r.step for r in cur.ledger if r.mechanism == "exact"]
     assert steps and all(t % sigma == 0 for t in steps)
@@ -139,18 +139,20 @@ def test_sound_variants_never_exceed_their_declared_sensitivity(target):
     # The projections make the bounds deterministic: on a replaced first record (in the
     # first period-start batch) no release moves more than it declares.
     _, cur, _, _ = _run(target, trials=4, pair_index=0)
-    for rel in cur.ledger:
-        assert np.all(rel.true_difference <= rel.sensitivity * (1 + 1e-9)), rel.name
-    assert any(np.any(rel.true_difference > 0) for rel in cur.ledger)
+    for rec in cur.ledger.records:
+        rel = rec.release
+        assert np.all(rec.true_difference <= rel.sensitivity * (1 + 1e-9)), rel.name
+    assert any(np.any(rec.true_difference > 0) for rec in cur.ledger.records)
 
 
 @pytest.mark.parametrize("name,variant", VARIANTS)
 def test_output_stays_within_d_times_t_of_the_start(name, variant):
     out, cur, problem, p = _run(f"{name}:{variant}")
     if name == "o2nc_erm":
-        sched = multi_pass_setup(p, problem, cur.n, cur.d, sound=variant == "sound")["sched"]
+        sched = multi_pass_setup(p, problem.setting(), cur.n, cur.d,
+                                 sound=variant == "sound")["sched"]
     else:
-        sched = single_pass_setup(p, problem, cur.n, cur.d, zero_order=name == "o2nc_zo",
+        sched = single_pass_setup(p, problem.setting(), cur.n, cur.d, zero_order=name == "o2nc_zo",
                                   sound=variant == "sound")["sched"]
     assert np.all(np.linalg.norm(out, axis=1) <= sched.D * sched.T * (1 + 1e-9))
 

@@ -87,7 +87,7 @@ def test_account_passes_on_printed_dp_gd(target):
 def test_paper_svrg_noise_is_eq_3_split_in_two():
     out, cur, problem, p = _run("dp_svrg:paper", trials=1)
     n, d = problem.data.n, problem.data.d
-    eta, m, T = svrg_schedule(p, problem, n, d, plus=False)
+    eta, m, T = svrg_schedule(p, problem.setting(), n, d, plus=False)
     diff = [r for r in cur.ledger if r.name == "svrg_difference"]
     snap = [r for r in cur.ledger if r.name == "svrg_snapshot"]
     assert len(diff) == len(snap) == T * m  # the full gradient enters every step
@@ -101,7 +101,7 @@ def test_paper_svrg_noise_is_eq_3_split_in_two():
 def test_sound_svrg_counts_every_release(name, plus):
     out, cur, problem, p = _run(f"{name}:sound", trials=1)
     n, d = problem.data.n, problem.data.d
-    eta, m, T = svrg_schedule(p, problem, n, d, plus=plus)
+    eta, m, T = svrg_schedule(p, problem.setting(), n, d, plus=plus)
     names = [r.name for r in cur.ledger]
     assert names.count("svrg_difference") == noisy_steps(m, T, plus)
     assert names.count("svrg_snapshot") == T

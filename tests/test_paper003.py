@@ -63,7 +63,7 @@ def _run(target: str, trials: int, params: dict | None = None, seed: int = 0, pa
 @pytest.mark.parametrize("target", TARGETS)
 def test_every_variant_runs(target):
     out, cur, problem, p = _run(target, trials=3)
-    assert out.shape == (3, setting_of(problem).d1)
+    assert out.shape == (3, setting_of(problem.setting()).d1)
     assert np.all(np.isfinite(out))
     assert len(cur.ledger) > 0
     assert np.all(np.isfinite(grad_norm_phi(problem, out, p)))
@@ -209,7 +209,7 @@ def _far_pair(problem) -> NeighbourPair:
     """Replace record 0 by one whose A is 20 I: its gradient difference across an x-step,
     A (x_t - x_{t-1}), is far from the base record's."""
     D = problem.data
-    d = setting_of(problem).d1
+    d = setting_of(problem.setting()).d1
     x_new = np.concatenate([20.0 * np.eye(d).ravel(), np.zeros(d)])
     return NeighbourPair.replace_one(D, 0, x_new, 0.0)
 
@@ -240,8 +240,8 @@ def test_clipped_batch_mean_breaks_the_declared_refresh_sensitivity():
     D = problem.data
     pair = NeighbourPair.replace_one(D, 0, np.full(D.d, 1e3), 0.0)
     _, cur, _, p = _run("dp_rgda:paper", trials=2, params={"warm_start": 0}, pair=pair)
-    refresh = [r for r in cur.ledger if r.name.startswith("refresh")]
-    ratio = max(float(np.max(r.true_difference / r.sensitivity)) for r in refresh)
+    refresh = [r for r in cur.ledger.records if r.release.name.startswith("refresh")]
+    ratio = max(float(np.max(r.true_difference / r.release.sensitivity)) for r in refresh)
     assert ratio > 0.4 * p["n"]
 
 
@@ -298,7 +298,7 @@ def test_sound_spider_tracks_exact_gradients_without_noise():
     x = rng.standard_normal((2, 3))
     st = UpdaterState(x, x, np.zeros((2, 3)), np.zeros((2, 3)), np.zeros((2, 3)))
     for t in range(7):
-        st = sound_updater(cur, problem, p, plan, t, st)
+        st = sound_updater(cur, problem.setting(), p, plan, t, st)
         np.testing.assert_allclose(st.v, f.grad_x(st.x, st.y), atol=1e-10)
         np.testing.assert_allclose(st.u, f.grad_y(st.x, st.y), atol=1e-10)
         x_new = st.x + 0.3 * rng.standard_normal((2, 3))
@@ -311,14 +311,14 @@ def test_paper_updater_with_one_inner_step_freezes_y():
     p = t_.algorithm.params("paper_erm", {"n": 50})
     p["lam"] = 0.1
     problem = build_problem(t_, p, 0)
-    s = setting_of(problem)
+    s = setting_of(problem.setting())
     cur = Curator(problem.data, trials=2, rng=0)
     pn = paper_noise(p, s, 50, escape_schedule(p, s, 50, style="paper_erm"))
     y0 = np.full((2, 3), 0.5)
     x = np.ones((2, 3))
     st = UpdaterState(x, x, y0, np.zeros((2, 3)), np.zeros((2, 3)))
     for t in range(4):
-        st = paper_updater(cur, problem, p, pn, t, st)
+        st = paper_updater(cur, problem.setting(), p, pn, t, st)
         np.testing.assert_array_equal(st.y, y0)
         st = UpdaterState(st.x + 0.1, st.x, st.y, st.v, st.u)
 
@@ -329,7 +329,7 @@ def test_escape_needs_the_perturbation():
     certifies a point near a minimiser (x_1 = +-s, lambda_min = beta^2/mu > 0,
     ||grad Phi|| < alpha); with r = 0 it certifies the saddle itself (a false certificate)."""
     prob = make_minimax_problem({"phi": "population"}, np.random.default_rng(0))
-    s, f = setting_of(prob), prob.info["minimax"]
+    s, f = setting_of(prob.setting()), prob.info["minimax"]
     cur = Curator(prob.data, trials=4, rng=0)
     x0 = np.zeros((4, 3))
 

@@ -12,12 +12,14 @@ from algorithms.paper004 import ALGORITHMS
 from algorithms.paper004.common import constants, mean_sensitivity
 from algorithms.paper004.prox import inner_steps, outer_rounds
 from algorithms.paper004.spider import sound_noise_factor, spider_schedule
+from dpverify.account_check import rho_over_runs
 from dpverify.accounting import zcdp_of_ledger
 from dpverify.checks import CheckSpec, RunContext, run_check
 from dpverify.claims import Verdict
 from dpverify.data import Dataset, NeighbourPair
 from dpverify.execution import build_problem, run_target
-from dpverify.filters import filters_of, ledger_rho_over_runs
+from dpverify.experiment import Experiment
+from dpverify.filters import filters_of
 from dpverify.registry import resolve
 
 TARGETS = [f"{a.name}:{v}" for a in ALGORITHMS for v in a.variants]
@@ -95,7 +97,7 @@ def test_sound_spider_worst_case_costs_exactly_rho():
         t = resolve("kl_spider:sound")
         p = t.algorithm.params("sound", {"kappa": kappa, "n": 2000})
         problem = build_problem(t, p, 0)
-        c = constants(problem)
+        c = constants(problem.setting())
         s = spider_schedule(p, c, p["n"], p["d"], integer_T=True)
         f = sound_noise_factor(s, p, c, p["n"])
         rel = p["relation"]
@@ -112,7 +114,7 @@ def test_paper_spider_ledger_matches_lemma8_sensitivities():
     rho / (32 K T_k), so the account check passes; the replace-one error is for the
     sensitivity check (test below)."""
     out, cur, problem, p = _run("kl_spider:paper", trials=1)
-    c = constants(problem)
+    c = constants(problem.setting())
     s = spider_schedule(p, c, p["n"], p["d"], integer_T=False)
     full = [r for r in cur.ledger if r.name == "full_grad"]
     diffs = [r for r in cur.ledger if r.name == "grad_diff"]
@@ -151,12 +153,12 @@ def test_replace_one_and_declared_sensitivities(name, paper_doubles):
         problem = build_problem(t, p, 0)
         _, cur = run_target(t, p, problem, trials=2, rng=3, pair=_opposite_pair(problem, p))
         L0, n = problem.info["lipschitz"], problem.data.n
-        worst = max(float(np.max(r.true_difference / r.sensitivity)) for r in cur.ledger
-                    if r.sensitivity > 0)
+        worst = max(float(np.max(r.true_difference / r.release.sensitivity))
+                    for r in cur.ledger.records if r.release.sensitivity > 0)
         if variant == "sound":
             assert worst <= 1 + 1e-9
             continue
-        first = next(r for r in cur.ledger if r.name in ("full_grad", "grad"))
+        first = next(r for r in cur.ledger.records if r.release.name in ("full_grad", "grad"))
         if name == "adaptive_noisy_gd":
             # Releases with a noise scale per trial are normalised by it
             # (dpverify.filters.gaussian_per_trial); the trial with the smallest noise
@@ -164,7 +166,8 @@ def test_replace_one_and_declared_sensitivities(name, paper_doubles):
             assert worst == pytest.approx(2.0, rel=1e-9)
         else:
             np.testing.assert_allclose(first.true_difference, 2 * L0 / n, rtol=1e-9)
-            assert first.sensitivity == pytest.approx(L0 / n if paper_doubles else 2 * L0 / n)
+            declared = L0 / n if paper_doubles else 2 * L0 / n
+            assert first.release.sensitivity == pytest.approx(declared)
         assert (worst > 1.5) == paper_doubles
 
 
@@ -180,8 +183,8 @@ def test_sound_variants_clip_outliers_and_nonfinite_records():
             pair = NeighbourPair.from_datasets(D, Dp)
             out, cur = run_target(t, p, problem, trials=2, rng=1, pair=pair)
             assert np.all(np.isfinite(np.asarray(out)))
-            for r in cur.ledger:
-                assert np.all(r.true_difference <= r.sensitivity * (1 + 1e-9) + 1e-15)
+            for r in cur.ledger.records:
+                assert np.all(r.true_difference <= r.release.sensitivity * (1 + 1e-9) + 1e-15)
 
 
 @pytest.mark.statistical
@@ -190,10 +193,10 @@ def test_paper_adaptive_gd_leaks_with_signed_norms():
     Algorithm 3 spend more than rho on the ledger, while the sound variant never does.
     Fixed seed; at these parameters a run exceeds rho with probability about 0.7, so all
     20 staying within rho has probability below 1e-10."""
-    paper = ledger_rho_over_runs("adaptive_noisy_gd:paper", P1_PARAMS, runs=20, seed=0)
+    paper = rho_over_runs(Experiment("adaptive_noisy_gd:paper", P1_PARAMS), runs=20)
     assert paper["exceeding"] >= 1, paper["rho"]
     assert paper["max"] > 1.5 * paper["rho_claimed"]
-    sound = ledger_rho_over_runs("adaptive_noisy_gd:sound", P1_PARAMS, runs=20, seed=0)
+    sound = rho_over_runs(Experiment("adaptive_noisy_gd:sound", P1_PARAMS), runs=20)
     assert sound["exceeding"] == 0
     # One trial per run: the ledger's rho is exactly what the filter admitted.
     np.testing.assert_allclose(sound["rho"], sound["filter_spent"], rtol=1e-9)
@@ -222,7 +225,7 @@ def test_prox_point_budget_split():
     """Algorithm 2 gives each of its T calls rho/T (line 5); Theorem 9's sigma (line 903)
     with sensitivity 2 L0/n (line 908) spends (T_in - 1)/(2 T_in) of it."""
     out, cur, problem, p = _run("prox_point_004:paper", trials=1)
-    c = constants(problem)
+    c = constants(problem.setting())
     T = outer_rounds(p, c, p["n"], p["d"])
     T_in = inner_steps(p["n"], p["d"], p["rho"] / T, p["beta"] / T, p["T_in_max"])
     assert len(cur.ledger) == T * (T_in - 1)
@@ -334,7 +337,7 @@ def test_rate_check_settings_stay_within_the_claim(target, params):
     assert rho is not None and rho <= p["rho"] * (1 + 1e-9)
     if target.startswith("kl_spider"):
         # c_K = 2 still makes rounds with difference queries (T_k > 1).
-        s = spider_schedule(p, constants(problem), p["n"], p["d"], integer_T=True)
+        s = spider_schedule(p, constants(problem.setting()), p["n"], p["d"], integer_T=True)
         assert s.T.max() > 1 and s.K < 200
         assert any(r.name == "grad_diff" for r in cur.ledger)
     for f in filters_of(cur.ledger):
@@ -377,13 +380,13 @@ def test_select_concentrates_on_small_gradient_norms():
     D = problem.data
     pair = NeighbourPair.replace_one(D, 0, D.X[0], float(D.y[0]))
     _, cur = run_target(t_, p, problem, trials=40, rng=5, pair=pair, keep_answers=True)
-    sel = cur.ledger.releases[-1]
+    sel = cur.ledger.records[-1]
     u, j = sel.value_D, sel.answer[:, 0].astype(int)
     m = u.shape[1]
     assert m >= 2 and np.any(np.isinf(u))  # trials stop at different steps
     u_sel = u[np.arange(40), j]
     assert np.all(np.isfinite(u_sel))
-    c = 1.0 / sel.noise
+    c = 1.0 / sel.release.noise
     assert np.all(u_sel >= u.max(axis=1) - math.log(m * 1e8) / c)
 
 
@@ -396,6 +399,7 @@ def test_select_scores_move_twice_the_printed_sensitivity_under_replace_one():
         p = t.algorithm.params(variant, {"n": 200})
         problem = build_problem(t, p, 0)
         _, cur = run_target(t, p, problem, trials=2, rng=3, pair=_opposite_pair(problem, p))
-        sel = cur.ledger.releases[-1]
-        ratio = sel.true_difference / sel.sensitivity
-        assert sel.name == "select_t" and np.all((lo <= ratio) & (ratio <= hi + 1e-9)), ratio
+        sel = cur.ledger.records[-1]
+        ratio = sel.true_difference / sel.release.sensitivity
+        assert sel.release.name == "select_t"
+        assert np.all((lo <= ratio) & (ratio <= hi + 1e-9)), ratio

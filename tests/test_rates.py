@@ -71,7 +71,7 @@ def test_rate_check_kind_reports_the_numbers_behind_the_verdict() -> None:
         assert key in m
     assert m["parameter"] == "n" and m["theory"] == -2.0 and len(m["medians"]) == 5
     assert res.to_dict()["metrics"]["seeds"] == 10
-    with pytest.raises(InputError, match="unknown rate option"):
+    with pytest.raises(InputError, match="unknown option 'vari'"):
         run_check(CheckSpec("x", "rate", "noisy_gd:sound", options={"vari": "n"}),
                   RunContext())
 
@@ -169,7 +169,7 @@ def test_a_users_function_without_a_curator(tmp_path: Path,
     # The same as a suite check, and through Python on a file path target.
     spec = CheckSpec("user.rate", "rate", "rates_user_mod:f", params={"d": 4, "epsilon": 0.5},
                      options={"vary": "n", "values": [100, 200, 400, 800], "seeds": 10,
-                              "theory": {"n": -1}, "_thorough": {}})
+                              "theory": {"n": -1}})
     assert run_check(spec, RunContext()).outcome.verdict is Verdict.PASS
     res = verify_rates(f"{tmp_path / 'rates_user_mod.py'}:f", {"d": [1, 2, 4, 8]},
                        params={"n": 100, "epsilon": 1.0}, theory={"d": 1}, seeds=20)

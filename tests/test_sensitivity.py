@@ -8,6 +8,7 @@ under both relations.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sys
@@ -23,7 +24,8 @@ from dpverify.claims import Verdict
 from dpverify.curator import Curator
 from dpverify.data import Dataset, NeighbourPair
 from dpverify.errors import InputError
-from dpverify.sensitivity import GENERATORS, check_sensitivity, ledger_excess
+from dpverify.registry import Target
+from dpverify.sensitivity import GENERATORS, check_sensitivity, ledger_excess, user_target
 
 SMALL = {"T": 5, "n": 100}
 SGD_SMALL = {"T": 5, "n": 200, "q": 0.1}
@@ -246,17 +248,28 @@ def test_zero_noise_scale_caught():
     assert any("declares sensitivity 0" in h for h in rep.hints)
 
 
-def _reads_data_directly(cur, problem, params):
-    # Sensitivity right for every release, but the noise follows the data's largest norm.
-    scale = float(np.max(np.linalg.norm(problem.data.X, axis=1)))
+def _noise_from_setting(cur, setting, params):
+    # Sensitivity right for every release, but the noise follows a "public" scale.
     return cur.gaussian("sum", lambda X, y, w: w @ np.clip(X, -0.1, 0.1),
-                        sensitivity=0.1 * np.sqrt(cur.d), noise_std=scale)
+                        sensitivity=0.1 * np.sqrt(cur.d), noise_std=setting["scale"])
 
 
-def test_invariance_flags_data_read_outside_the_curator():
-    rep = check_sensitivity(_reads_data_directly, {"n": 30, "d": 2}, search="canaries",
-                            neighbours=["outlier"], random_pairs=0)
-    assert rep.verdict is Verdict.FAIL and not any(p.violated for p in rep.pairs)
+def _data_scale(setting, data, params):
+    # Derived from the records outside the curator: the data's largest norm.
+    return setting.with_constants(scale=float(np.max(np.linalg.norm(data.X, axis=1))))
+
+
+def test_invariance_flags_a_setting_derived_from_the_data():
+    """The algorithm never sees the data (it gets the public setting), but a variant whose
+    setting is computed from the records is caught twice: the setting built from D and from
+    D' differs (named), and with every released answer the same the noise scale differs."""
+    base = user_target(_noise_from_setting, "scaled", {"n": 30, "d": 2})
+    variant = dataclasses.replace(base.variant, derive_setting=_data_scale)
+    target = Target(dataclasses.replace(base.algorithm, variants={"user": variant}), variant)
+    rep = check_sensitivity(target, search="canaries", neighbours=["outlier"], random_pairs=0)
+    assert rep.verdict is Verdict.FAIL
+    assert all(p.setting_differences == ["constants.scale"] for p in rep.pairs if p.violated)
+    assert any(p.violated for p in rep.pairs)
     diff = rep.invariance[0].differences
     assert any("noise" in d for d in diff), diff
 

@@ -166,6 +166,6 @@ def test_sensitivity_replay_names_the_exact_period_end_release():
     spec = next(c for c in load_suite(SUITE).checks if c.id == "o2nc_zo.paper.sensitivity")
     t = resolve(spec.target)
     p = t.algorithm.params("paper", spec.params, scale="quick")
-    sched = single_pass_setup(p, build_problem(t, p, 0), p["n"], p["d"], zero_order=True,
+    sched = single_pass_setup(p, build_problem(t, p, 0).setting(), p["n"], p["d"], zero_order=True,
                               sound=False)["sched"]
     assert out.metrics["step"] % sched.Sigma == 0  # TREE(t mod Sigma) is empty there

@@ -12,6 +12,7 @@ import pytest
 
 from dpverify.checks import CheckSpec, RunContext
 from dpverify.claims import Verdict
+from dpverify.cli import main as cli_main
 from dpverify.errors import InputError
 from dpverify.registry import all_algorithms
 from dpverify.suites import discover, load_suite, run_suites, scaled
@@ -247,6 +248,48 @@ BAD = {
         target = "noisy_gd:sound"
         description = ["a", "list"]
         """, r"^description", ["description", "'a'", "must be a string"]),
+    "misspelt_option": ("""
+        [[check]]
+        id = "a"
+        kind = "audit"
+        target = "noisy_gd:sound"
+        [check.options]
+        mode = "whitebox"
+        trails = 100
+        """, r"^trails", ["unknown option 'trails'", "audit", "trials"]),
+    "misspelt_thorough_option": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.thorough]
+        rtool = 0.1
+        """, r"^rtool", ["unknown option 'rtool'", "rtol"]),
+    "option_of_the_wrong_type": ("""
+        [[check]]
+        id = "a"
+        kind = "audit"
+        target = "noisy_gd:sound"
+        [check.options]
+        trials = "many"
+        """, r"^trials", ["option 'trials'", "an integer", "'many'"]),
+    "option_of_another_mode": ("""
+        [[check]]
+        id = "a"
+        kind = "audit"
+        target = "noisy_gd:sound"
+        [check.options]
+        mode = "whitebox"
+        distinguisher = "lda"
+        """, r"^distinguisher", ["distinguisher", "do not apply to a whitebox audit"]),
+    "required_option_missing": ("""
+        [[check]]
+        id = "a"
+        kind = "lower_bound"
+        target = "noisy_gd_004:sound"
+        [check.options]
+        pair = {lb_side = [1, -1]}
+        """, None, ["missing required option", "bound"]),
     "seed_not_int": ("""
         [suite]
         seed = "zero"
@@ -420,3 +463,28 @@ def test_check_options_may_ask_for_both_relations(tmp_path):
                  '[check.params]\nrelation = "both"\n')
     with pytest.raises(InputError, match="relation"):
         load_suite(p)
+
+
+def test_a_misspelt_option_stops_the_run_before_any_check(write_suite, tmp_path, capsys):
+    """The second check's typo is found at load: exit 2, nothing run, no report written."""
+    path = write_suite("""
+        [[check]]
+        id = "first"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.params]
+        T = 3
+        [[check]]
+        id = "second"
+        kind = "audit"
+        target = "noisy_gd:sound"
+        [check.options]
+        trails = 100
+        """)
+    out_dir = tmp_path / "report"
+    code = cli_main(["run", str(path), "--report-dir", str(out_dir)])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "unknown option 'trails'" in captured.out + captured.err
+    assert "first" not in captured.err  # no check started
+    assert not out_dir.exists()

@@ -158,7 +158,7 @@ def test_replay_records_the_leaf_difference_in_every_node_above_it():
     for j in range(8):
         tree.add(sum_query, cur.subset([j]), sensitivity=1.0)
     jump = np.linalg.norm(X[2] - 5.0)
-    for rel, (u, v) in zip(cur.ledger, [(1, 1), (1, 2), (3, 3), (1, 4), (5, 5), (5, 6),
+    for rel, (u, v) in zip(cur.ledger.records, [(1, 1), (1, 2), (3, 3), (1, 4), (5, 5), (5, 6),
                                         (7, 7), (1, 8)], strict=True):
         expected = jump if u <= 3 <= v else 0.0
         np.testing.assert_allclose(rel.true_difference, expected, atol=1e-12)

@@ -356,7 +356,7 @@ def row_log_cap(xp: Any, C: float, X: Any) -> Any:
     return math.log(C) - xp.log(xp.clip(xp.linalg.vector_norm(X, axis=1), min=TINY))
 
 
-def glm_terms(cur: Curator, problem: Any, W: Any, X: Any, y: Any) -> tuple[Any, Any]:
+def glm_terms(cur: Curator, setting: Any, W: Any, X: Any, y: Any) -> tuple[Any, Any]:
     """Losses and loss derivatives in the margin, (trials, slots), on the curator's backend.
 
     Examples
@@ -365,13 +365,13 @@ def glm_terms(cur: Curator, problem: Any, W: Any, X: Any, y: Any) -> tuple[Any, 
     >>> from dpverify.data import Dataset
     >>> from dpverify.registry import Problem
     >>> D = Dataset(np.ones((2, 1)), np.ones(2))
-    >>> l, dl = glm_terms(Curator(D), Problem(D, loss=get_loss("sigmoid")), np.zeros((1, 1)),
-    ...                   D.X, D.y)
+    >>> s = Problem(D, loss=get_loss("sigmoid")).setting()
+    >>> l, dl = glm_terms(Curator(D), s, np.zeros((1, 1)), D.X, D.y)
     >>> l.tolist(), dl.tolist()
     ([[0.5, 0.5]], [[-0.25, -0.25]])
     """
     Z = W @ X.T
-    return problem.loss.value(Z, y, cur.xp), cur.backend.glm_coefficients(problem.loss, Z, y)
+    return setting.loss.value(Z, y, cur.xp), cur.backend.glm_coefficients(setting.loss, Z, y)
 
 
 # Output ------------------------------------------------------------------------------

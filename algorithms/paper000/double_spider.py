@@ -50,7 +50,7 @@ from algorithms.paper000.common import (
 from algorithms.paper000.divergences import get_divergence
 from dpverify.curator import Curator
 from dpverify.errors import InputError
-from dpverify.registry import Problem
+from dpverify.registry import Setting
 
 
 def divergence_of(p: Mapping[str, Any]) -> Any:
@@ -68,7 +68,7 @@ def divergence_of(p: Mapping[str, Any]) -> Any:
                           alpha=float(p.get("alpha", 0.5)), k=float(p.get("k", 2.0)))
 
 
-def dual_constants(p: Mapping[str, Any], problem: Problem, div: Any) -> dict[str, float]:
+def dual_constants(p: Mapping[str, Any], setting: Setting, div: Any) -> dict[str, float]:
     """G, L, M, lambda and Lemma 1's L0, L1, L2 (line 392), H0 (Prop. 1, line 466), K.
 
     M is psi*'s smoothness on the domain |u| <= S0 of Assumption 3 (line 122).
@@ -78,13 +78,13 @@ def dual_constants(p: Mapping[str, Any], problem: Problem, div: Any) -> dict[str
     >>> from algorithms.paper000.problems import make_dual_problem
     >>> prm = {"n": 20, "d": 2, "divergence": "chi2", "dro_lambda": 0.5, "S0": 2.0,
     ...        "weight_bound": 4.0}
-    >>> c = dual_constants(prm, make_dual_problem(prm, np.random.default_rng(0)),
+    >>> c = dual_constants(prm, make_dual_problem(prm, np.random.default_rng(0)).setting(),
     ...                    get_divergence("chi2"))
     >>> c["L2"], c["H0"]
     (0.125, 49.0)
     """
-    G = float(problem.info["lipschitz"])
-    L = float(problem.info["smoothness"])
+    G = float(setting["lipschitz"])
+    L = float(setting["smoothness"])
     lam = float(p["dro_lambda"])
     S0 = float(p["S0"])
     M = float(div.smoothness(S0))
@@ -155,7 +155,7 @@ def _weights(cur: Curator, div: Any, c: Mapping[str, float], l: Any, eta: Any) -
     return div.log_dconj(a, cur.xp)
 
 
-def _eta_query(cur: Curator, problem: Problem, div: Any, c: Mapping[str, float], W: Any,
+def _eta_query(cur: Curator, setting: Setting, div: Any, c: Mapping[str, float], W: Any,
                eta: Any, C: float, divisor: float, sound: bool):
     """d L(x, eta; xi)/d eta = G (1 - (psi*)'(a)) per sample, clipped, averaged (line 4)."""
     xp = cur.xp
@@ -163,7 +163,7 @@ def _eta_query(cur: Curator, problem: Problem, div: Any, c: Mapping[str, float],
 
     def query(X: Any, y: Any, w: Any) -> Any:
         X, y, w = finite_records(xp, X, y, w)
-        l, _ = glm_terms(cur, problem, W, X, y)
+        l, _ = glm_terms(cur, setting, W, X, y)
         lD, sD = _weights(cur, div, c, l, eta)
         ld, sd = log_difference(xp, xp.zeros_like(lD) + lg, xp.ones_like(sD), lD + lg, sD)
         if sound:
@@ -173,7 +173,7 @@ def _eta_query(cur: Curator, problem: Problem, div: Any, c: Mapping[str, float],
     return query
 
 
-def _eta_diff_query(cur: Curator, problem: Problem, div: Any, c: Mapping[str, float],
+def _eta_diff_query(cur: Curator, setting: Setting, div: Any, c: Mapping[str, float],
                     W1: Any, e1: Any, W0: Any, e0: Any, thr: Any, divisor: float,
                     sound: bool):
     """d L/d eta at (x_t, eta_t) minus at (x_{t-1}, eta_{t-1}) per sample (line 6)."""
@@ -183,8 +183,8 @@ def _eta_diff_query(cur: Curator, problem: Problem, div: Any, c: Mapping[str, fl
 
     def query(X: Any, y: Any, w: Any) -> Any:
         X, y, w = finite_records(xp, X, y, w)
-        l1, _ = glm_terms(cur, problem, W1, X, y)
-        l0, _ = glm_terms(cur, problem, W0, X, y)
+        l1, _ = glm_terms(cur, setting, W1, X, y)
+        l0, _ = glm_terms(cur, setting, W0, X, y)
         lD1, s1 = _weights(cur, div, c, l1, e1)
         lD0, s0 = _weights(cur, div, c, l0, e0)
         # G (1 - D1) - G (1 - D0) = G D0 - G D1
@@ -196,23 +196,23 @@ def _eta_diff_query(cur: Curator, problem: Problem, div: Any, c: Mapping[str, fl
     return query
 
 
-def _x_coefs(cur: Curator, problem: Problem, div: Any, c: Mapping[str, float], W: Any,
+def _x_coefs(cur: Curator, setting: Setting, div: Any, c: Mapping[str, float], W: Any,
              eta: Any, X: Any, y: Any) -> tuple[Any, Any]:
     # grad_x L(x, eta; xi) = (psi*)'(a) l'(z) x_i: its coefficient in log form
-    l, dl = glm_terms(cur, problem, W, X, y)
+    l, dl = glm_terms(cur, setting, W, X, y)
     lD, sD = _weights(cur, div, c, l, eta)
     ll, sl = log_sign(cur.xp, dl)
     return lD + ll, sD * sl
 
 
-def _x_query(cur: Curator, problem: Problem, div: Any, c: Mapping[str, float], W: Any,
+def _x_query(cur: Curator, setting: Setting, div: Any, c: Mapping[str, float], W: Any,
              eta: Any, C: float, divisor: float, sound: bool):
     """grad_x L(x_t, eta_{t+1}; xi) per sample, clipped, averaged (line 10)."""
     xp = cur.xp
 
     def query(X: Any, y: Any, w: Any) -> Any:
         X, y, w = finite_records(xp, X, y, w)
-        la, sa = _x_coefs(cur, problem, div, c, W, eta, X, y)
+        la, sa = _x_coefs(cur, setting, div, c, W, eta, X, y)
         if sound:
             return (w * clip_each(xp, la, sa, row_log_cap(xp, C, X)[None, :])) @ X / divisor
         return clip_mean(xp, la, sa, w, divisor, math.log(C), X)
@@ -220,7 +220,7 @@ def _x_query(cur: Curator, problem: Problem, div: Any, c: Mapping[str, float], W
     return query
 
 
-def _x_diff_query(cur: Curator, problem: Problem, div: Any, c: Mapping[str, float],
+def _x_diff_query(cur: Curator, setting: Setting, div: Any, c: Mapping[str, float],
                   W1: Any, e1: Any, W0: Any, e0: Any, thr: Any, divisor: float,
                   sound: bool):
     """grad_x L(x_t, eta_{t+1}; xi) - grad_x L(x_{t-1}, eta_t; xi) per sample (line 12)."""
@@ -229,8 +229,8 @@ def _x_diff_query(cur: Curator, problem: Problem, div: Any, c: Mapping[str, floa
 
     def query(X: Any, y: Any, w: Any) -> Any:
         X, y, w = finite_records(xp, X, y, w)
-        l1, s1 = _x_coefs(cur, problem, div, c, W1, e1, X, y)
-        l0, s0 = _x_coefs(cur, problem, div, c, W0, e0, X, y)
+        l1, s1 = _x_coefs(cur, setting, div, c, W1, e1, X, y)
+        l0, s0 = _x_coefs(cur, setting, div, c, W0, e0, X, y)
         ld, sd = log_difference(xp, l1, s1, l0, s0)
         if sound:
             cap = log_thr + row_log_cap(xp, 1.0, X)[None, :]
@@ -241,7 +241,7 @@ def _x_diff_query(cur: Curator, problem: Problem, div: Any, c: Mapping[str, floa
 
 
 def double_spider(*, sound: bool):
-    """Algorithm 2 as a ``run(cur, problem, params)`` function (module docstring).
+    """Algorithm 2 as a ``run(cur, setting, params)`` function (module docstring).
 
     Examples
     --------
@@ -249,15 +249,15 @@ def double_spider(*, sound: bool):
     >>> from dpverify.execution import build_problem
     >>> t = resolve("dp_double_spider:paper"); p = t.algorithm.params("paper", {"epochs": 1})
     >>> cur = Curator(build_problem(t, p, 0).data, trials=2, rng=0)
-    >>> double_spider(sound=False)(cur, build_problem(t, p, 0), p).shape, len(cur.ledger)
+    >>> double_spider(sound=False)(cur, build_problem(t, p, 0).setting(), p).shape, len(cur.ledger)
     ((2, 5), 40)
     """
 
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
         xp, b = cur.xp, cur.backend
         n, d = cur.n, cur.d
         div = divergence_of(p)
-        c = dual_constants(p, problem, div)
+        c = dual_constants(p, setting, div)
         q, T, N = spider_schedule(p, n, d)
         C1, C3 = clips(p, c)
         eps, delta = float(p["epsilon"]), float(p["delta"])
@@ -285,7 +285,7 @@ def double_spider(*, sound: bool):
             cur.step(t)
             if t % q == 0:  # line 4
                 g = release(cur, "eta_refresh",
-                            _eta_query(cur, problem, div, c, x, eta, C1, float(n), sound),
+                            _eta_query(cur, setting, div, c, x, eta, C1, float(n), sound),
                             sensitivity=2.0 * C1 / n, noise=s1)
             else:  # line 6
                 dx = xp.linalg.vector_norm(x - x_prev, axis=1)
@@ -298,13 +298,13 @@ def double_spider(*, sound: bool):
                 batch = sampled_batch(cur, N, sound=sound)
                 g = g + release(
                     cur, "eta_increment",
-                    _eta_diff_query(cur, problem, div, c, x, eta, x_prev, eta_prev, thr,
+                    _eta_diff_query(cur, setting, div, c, x, eta, x_prev, eta_prev, thr,
                                     float(N), sound),
                     sensitivity=2.0 / N, noise=s2, batch=batch, scale=thr)
             eta_new = eta - alpha * g  # line 8
             if t % q == 0:  # line 10
                 v = release(cur, "x_refresh",
-                            _x_query(cur, problem, div, c, x, eta_new, C3, float(n), sound),
+                            _x_query(cur, setting, div, c, x, eta_new, C3, float(n), sound),
                             sensitivity=2.0 * C3 / n, noise=s3)
             else:  # line 12
                 dx = xp.linalg.vector_norm(x - x_prev, axis=1)
@@ -318,7 +318,7 @@ def double_spider(*, sound: bool):
                 batch = sampled_batch(cur, N, sound=sound)
                 v = v + release(
                     cur, "x_increment",
-                    _x_diff_query(cur, problem, div, c, x, eta_new, x_prev, eta, thr,
+                    _x_diff_query(cur, setting, div, c, x, eta_new, x_prev, eta, thr,
                                   float(N), sound),
                     sensitivity=2.0 / N, noise=s4, batch=batch, scale=thr)
             vn = xp.linalg.vector_norm(v, axis=1, keepdims=True)

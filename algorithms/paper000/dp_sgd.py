@@ -35,10 +35,10 @@ from algorithms.paper000.common import (
 from algorithms.paper000.divergences import safe_log
 from algorithms.paper000.double_spider import divergence_of
 from dpverify.curator import Curator
-from dpverify.registry import Problem
+from dpverify.registry import Setting
 
 
-def joint_grad_query(cur: Curator, problem: Problem, div: Any, G: float, lam: float,
+def joint_grad_query(cur: Curator, setting: Setting, div: Any, G: float, lam: float,
                      Z: Any, C: float, divisor: float):
     """sum_i w_i Clip(grad_(x, eta) L(x, eta; xi_i), C) / divisor, shape (trials, d + 1).
 
@@ -53,7 +53,7 @@ def joint_grad_query(cur: Curator, problem: Problem, div: Any, G: float, lam: fl
     ...                          np.random.default_rng(0))
     >>> cur = Curator(prob.data, rng=0)
     >>> Z = np.array([[5.0, -5.0, -10.0]])  # eta far below the losses: e^(l/lambda) huge
-    >>> q = joint_grad_query(cur, prob, get_divergence("kl"), 0.25, 1e-3, Z, 1.0, 1.0)
+    >>> q = joint_grad_query(cur, prob.setting(), get_divergence("kl"), 0.25, 1e-3, Z, 1.0, 1.0)
     >>> bool(np.linalg.norm(cur.gaussian("g", q, sensitivity=1.0, noise_std=0.0)) <= 4.0)
     True
     """
@@ -63,7 +63,7 @@ def joint_grad_query(cur: Curator, problem: Problem, div: Any, G: float, lam: fl
 
     def query(X: Any, y: Any, w: Any) -> Any:
         X, y, w = finite_records(xp, X, y, w)
-        l, dl = glm_terms(cur, problem, x, X, y)
+        l, dl = glm_terms(cur, setting, x, X, y)
         lD, sD = div.log_dconj((l - G * eta[:, None]) / lam, xp)
         m = xp.clip(lD, min=0.0)
         D_s = sD * xp.exp(lD - m)  # D e^-m
@@ -80,7 +80,7 @@ def joint_grad_query(cur: Curator, problem: Problem, div: Any, G: float, lam: fl
 
 
 def dp_sgd_dual(*, sound: bool):
-    """DP-SGD on (x, eta) as a ``run(cur, problem, params)`` function.
+    """DP-SGD on (x, eta) as a ``run(cur, setting, params)`` function.
 
     Examples
     --------
@@ -88,15 +88,15 @@ def dp_sgd_dual(*, sound: bool):
     >>> from dpverify.execution import build_problem
     >>> t = resolve("dp_sgd_dro:paper"); p = t.algorithm.params("paper", {"T": 3})
     >>> cur = Curator(build_problem(t, p, 0).data, trials=2, rng=0)
-    >>> dp_sgd_dual(sound=False)(cur, build_problem(t, p, 0), p).shape
+    >>> dp_sgd_dual(sound=False)(cur, build_problem(t, p, 0).setting(), p).shape
     (2, 5)
     """
 
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
         bk = cur.backend
         n, d = cur.n, cur.d
         div = divergence_of(p)
-        G, lam = float(problem.info["lipschitz"]), float(p["dro_lambda"])
+        G, lam = float(setting["lipschitz"]), float(p["dro_lambda"])
         T, b, C, lr = int(p["T"]), min(cur.n, int(p["batch"])), float(p["clip"]), float(p["lr"])
         eps, delta = float(p["epsilon"]), float(p["delta"])
         sens = 2.0 * C / b
@@ -112,7 +112,7 @@ def dp_sgd_dual(*, sound: bool):
             cur.step(t)
             batch = sampled_batch(cur, b, sound=sound)
             g = release(cur, "dual_grad",
-                        joint_grad_query(cur, problem, div, G, lam, Z, max(C, TINY), float(b)),
+                        joint_grad_query(cur, setting, div, G, lam, Z, max(C, TINY), float(b)),
                         sensitivity=sens, noise=noise, batch=batch)
             Z = Z - lr * g
             out.offer(t + 1, Z[:, :d])

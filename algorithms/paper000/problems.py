@@ -236,7 +236,7 @@ def make_dual_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Pr
 
     info.update({"divergence": div.name, "dro_lambda": lam})
     return Problem(data=data, loss=loss, objective=objective, grad=grad, optimum=None,
-                   info=info)
+                   info=info, public=_public(info))
 
 
 def make_compositional_problem(params: Mapping[str, Any],
@@ -267,4 +267,13 @@ def make_compositional_problem(params: Mapping[str, Any],
     info.update({"rho": rho, "lam0": lam0,
                  "psi0_bound": info["loss_bound"] + max(lam_init, lam0) * rho})
     return Problem(data=data, loss=loss, objective=objective, grad=grad, optimum=None,
-                   info=info)
+                   info=info, public=_public(info))
+
+
+# What the generator drew to make the records (the group directions) stays private: the
+# test-set builder reuses it, no algorithm may.
+_PRIVATE = ("w_majority", "w_minority")
+
+
+def _public(info: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in info.items() if k not in _PRIVATE}

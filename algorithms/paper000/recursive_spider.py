@@ -57,10 +57,10 @@ from algorithms.paper000.common import (
 )
 from algorithms.paper000.divergences import safe_log
 from dpverify.curator import Curator
-from dpverify.registry import Problem
+from dpverify.registry import Setting
 
 
-def theorem8_schedule(p: Mapping[str, Any], problem: Problem, n: int,
+def theorem8_schedule(p: Mapping[str, Any], setting: Setting, n: int,
                       d: int) -> tuple[int, int, int]:
     """(T, q, b2) of Theorem 8 (line 651) unless given; q capped at T, b2 at n.
 
@@ -76,14 +76,13 @@ def theorem8_schedule(p: Mapping[str, Any], problem: Problem, n: int,
     >>> from algorithms.paper000.problems import make_compositional_problem
     >>> prm = {"n": 500, "d": 5, "rho": 0.5, "lam0": 1e-3, "lam_init": 1.0, "epsilon": 1.0,
     ...        "delta": 1e-3, "T": None, "q": None, "b2": None}
-    >>> theorem8_schedule(prm, make_compositional_problem(prm, np.random.default_rng(0)),
-    ...                   500, 5)
+    >>> s = make_compositional_problem(prm, np.random.default_rng(0)).setting()
+    >>> theorem8_schedule(prm, s, 500, 5)
     (494, 494, 22)
-    >>> theorem8_schedule({**prm, "T": 60, "q": 10, "schedule": "theorem8"},
-    ...                   make_compositional_problem(prm, np.random.default_rng(0)), 500, 5)
+    >>> theorem8_schedule({**prm, "T": 60, "q": 10, "schedule": "theorem8"}, s, 500, 5)
     (494, 494, 22)
     """
-    info = problem.info
+    info = setting.constants
     G, L, psi0 = float(info["lipschitz"]), float(info["smoothness"]), float(info["psi0_bound"])
     eps, logd = float(p["epsilon"]), math.log(1.0 / float(p["delta"]))
     if str(p.get("schedule", "given")) == "theorem8":  # ignore T, q, b2 even when given
@@ -109,12 +108,12 @@ def _split(xp: Any, Wt: Any) -> tuple[Any, Any]:
     return Wt[:, :-1], Wt[:, -1]
 
 
-def _log_g_terms(cur: Curator, problem: Problem, Wt: Any, X: Any,
+def _log_g_terms(cur: Curator, setting: Setting, Wt: Any, X: Any,
                  y: Any) -> tuple[Any, Any, Any, Any, Any]:
     """log g = l/lambda, and grad_x g = (g/lambda) l' x, dg/dlambda = -g l/lambda^2, in log form."""
     xp = cur.xp
     x, lam = _split(xp, Wt)
-    l, dl = glm_terms(cur, problem, x, X, y)
+    l, dl = glm_terms(cur, setting, x, X, y)
     lam_c = lam[:, None]
     log_g = l / lam_c
     ll, sl = log_sign(xp, dl)
@@ -123,37 +122,37 @@ def _log_g_terms(cur: Curator, problem: Problem, Wt: Any, X: Any,
     return log_g, lv, sl, lu, -xp.ones_like(lu)
 
 
-def _v_query(cur: Curator, problem: Problem, Wt: Any, C: float, divisor: float):
+def _v_query(cur: Curator, setting: Setting, Wt: Any, C: float, divisor: float):
     xp = cur.xp
 
     def query(X: Any, y: Any, w: Any) -> Any:  # line 7
         X, y, w = finite_records(xp, X, y, w)
-        _, lv, sv, _, _ = _log_g_terms(cur, problem, Wt, X, y)
+        _, lv, sv, _, _ = _log_g_terms(cur, setting, Wt, X, y)
         return (w * clip_each(xp, lv, sv, row_log_cap(xp, C, X)[None, :])) @ X / divisor
 
     return query
 
 
-def _u_query(cur: Curator, problem: Problem, Wt: Any, C: float, divisor: float):
+def _u_query(cur: Curator, setting: Setting, Wt: Any, C: float, divisor: float):
     xp = cur.xp
 
     def query(X: Any, y: Any, w: Any) -> Any:  # line 8
         X, y, w = finite_records(xp, X, y, w)
-        _, _, _, lu, su = _log_g_terms(cur, problem, Wt, X, y)
+        _, _, _, lu, su = _log_g_terms(cur, setting, Wt, X, y)
         return xp.sum(w * clip_each(xp, lu, su, math.log(C)), axis=1) / divisor
 
     return query
 
 
-def _v_diff_query(cur: Curator, problem: Problem, W1: Any, W0: Any, thr: Any,
+def _v_diff_query(cur: Curator, setting: Setting, W1: Any, W0: Any, thr: Any,
                   divisor: float):
     xp = cur.xp
     log_thr = xp.log(xp.reshape(thr, (-1, 1)))
 
     def query(X: Any, y: Any, w: Any) -> Any:  # line 13
         X, y, w = finite_records(xp, X, y, w)
-        _, l1, s1, _, _ = _log_g_terms(cur, problem, W1, X, y)
-        _, l0, s0, _, _ = _log_g_terms(cur, problem, W0, X, y)
+        _, l1, s1, _, _ = _log_g_terms(cur, setting, W1, X, y)
+        _, l0, s0, _, _ = _log_g_terms(cur, setting, W0, X, y)
         ld, sd = log_difference(xp, l1, s1, l0, s0)
         cap = log_thr + row_log_cap(xp, 1.0, X)[None, :]
         return (w * clip_each(xp, ld, sd, cap)) @ X / divisor
@@ -161,29 +160,29 @@ def _v_diff_query(cur: Curator, problem: Problem, W1: Any, W0: Any, thr: Any,
     return query
 
 
-def _u_diff_query(cur: Curator, problem: Problem, W1: Any, W0: Any, thr: Any,
+def _u_diff_query(cur: Curator, setting: Setting, W1: Any, W0: Any, thr: Any,
                   divisor: float):
     xp = cur.xp
     log_thr = xp.log(xp.reshape(thr, (-1, 1)))
 
     def query(X: Any, y: Any, w: Any) -> Any:  # line 14
         X, y, w = finite_records(xp, X, y, w)
-        _, _, _, l1, s1 = _log_g_terms(cur, problem, W1, X, y)
-        _, _, _, l0, s0 = _log_g_terms(cur, problem, W0, X, y)
+        _, _, _, l1, s1 = _log_g_terms(cur, setting, W1, X, y)
+        _, _, _, l0, s0 = _log_g_terms(cur, setting, W0, X, y)
         ld, sd = log_difference(xp, l1, s1, l0, s0)
         return xp.sum(w * clip_each(xp, ld, sd, log_thr), axis=1) / divisor
 
     return query
 
 
-def _s_query(cur: Curator, problem: Problem, Wt: Any, C5: float, factor: Any,
+def _s_query(cur: Curator, setting: Setting, Wt: Any, C5: float, factor: Any,
              centre: float, divisor: float):
     """factor * (Clip(g(w; xi), C5) - centre), summed over the batch / divisor (line 16)."""
     xp = cur.xp
 
     def query(X: Any, y: Any, w: Any) -> Any:
         X, y, w = finite_records(xp, X, y, w)
-        log_g, *_ = _log_g_terms(cur, problem, Wt, X, y)
+        log_g, *_ = _log_g_terms(cur, setting, Wt, X, y)
         g = xp.exp(xp.minimum(log_g, math.log(C5)))  # g >= 1 for l >= 0: Clip is min(g, C5)
         return factor * xp.sum(w * (g - centre), axis=1) / divisor
 
@@ -208,7 +207,7 @@ def _g_smoothness_log(xp: Any, info: Mapping[str, Any], lam_min: Any, dx: Any,
 
 
 def recursive_spider(*, sound: bool):
-    """Algorithm 3 as a ``run(cur, problem, params)`` function (module docstring).
+    """Algorithm 3 as a ``run(cur, setting, params)`` function (module docstring).
 
     Examples
     --------
@@ -217,16 +216,17 @@ def recursive_spider(*, sound: bool):
     >>> t = resolve("dp_recursive_spider:paper")
     >>> p = t.algorithm.params("paper", {"T": 4, "q": 2})
     >>> cur = Curator(build_problem(t, p, 0).data, trials=2, rng=0)
-    >>> recursive_spider(sound=False)(cur, build_problem(t, p, 0), p).shape, len(cur.ledger)
+    >>> s = build_problem(t, p, 0).setting()
+    >>> recursive_spider(sound=False)(cur, s, p).shape, len(cur.ledger)
     ((2, 6), 12)
     """
 
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
         xp, b = cur.xp, cur.backend
         n, d = cur.n, cur.d
-        info = problem.info
+        info = setting.constants
         G, L = float(info["lipschitz"]), float(info["smoothness"])
-        T, q, b2 = theorem8_schedule(p, problem, n, d)
+        T, q, b2 = theorem8_schedule(p, setting, n, d)
         b4 = b2
         eps, delta = float(p["epsilon"]), float(p["delta"])
         rho, lam0 = float(p["rho"]), float(p["lam0"])
@@ -265,9 +265,9 @@ def recursive_spider(*, sound: bool):
         for t in range(T):
             cur.step(t)
             if t % q == 0:  # lines 5-8
-                v = release(cur, "v_refresh", _v_query(cur, problem, Wt, C1, float(n)),
+                v = release(cur, "v_refresh", _v_query(cur, setting, Wt, C1, float(n)),
                             sensitivity=sens_v, noise=noise_v)
-                u = release(cur, "u_refresh", _u_query(cur, problem, Wt, C3, float(n)),
+                u = release(cur, "u_refresh", _u_query(cur, setting, Wt, C3, float(n)),
                             sensitivity=sens_u, noise=noise_u)
             else:  # lines 10-14
                 x_t, lam_t = _split(xp, Wt)
@@ -289,24 +289,24 @@ def recursive_spider(*, sound: bool):
                 thr_v, thr_u = xp.clip(thr_v, min=TINY), xp.clip(thr_u, min=TINY)
                 batch = sampled_batch(cur, b2, sound=sound)
                 v = v + release(cur, "v_increment",
-                                _v_diff_query(cur, problem, Wt, W_prev, thr_v, float(b2)),
+                                _v_diff_query(cur, setting, Wt, W_prev, thr_v, float(b2)),
                                 sensitivity=2.0 / b2, noise=noise_dv, batch=batch,
                                 scale=scale_v)
                 batch = sampled_batch(cur, b4, sound=sound)
                 u = u + release(cur, "u_increment",
-                                _u_diff_query(cur, problem, Wt, W_prev, thr_u, float(b4)),
+                                _u_diff_query(cur, setting, Wt, W_prev, thr_u, float(b4)),
                                 sensitivity=2.0 / b4, noise=noise_du, batch=batch,
                                 scale=scale_u)
             beta_t = 1.0 if t == 0 else beta
             batch = sampled_batch(cur, bs, sound=sound)
             if sound:
                 sample = release(cur, "s_tracker",
-                                 _s_query(cur, problem, Wt, C5, 1.0, centre, float(bs)),
+                                 _s_query(cur, setting, Wt, C5, 1.0, centre, float(bs)),
                                  sensitivity=sens_s, noise=noise_s, batch=batch) + centre
                 fresh = beta_t * sample
             else:  # line 16: beta Clip(g(w_t; xi0), C5) + N(0, sigma_st^2)
                 fresh = release(cur, "s_tracker",
-                                _s_query(cur, problem, Wt, C5, beta_t, 0.0, float(bs)),
+                                _s_query(cur, setting, Wt, C5, beta_t, 0.0, float(bs)),
                                 sensitivity=sens_s, noise=noise_s, batch=batch)
             s = fresh if t == 0 else fresh + (1.0 - beta_t) * s
             s = xp.clip(s, min=1.0, max=C5)

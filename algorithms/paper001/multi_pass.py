@@ -32,7 +32,7 @@ from algorithms.paper001.problems import make_problem
 from algorithms.paper001.single_pass import _PERIOD_START
 from dpverify.claims import Finding, UtilityClaim
 from dpverify.curator import Curator
-from dpverify.registry import Algorithm, Problem, RunFn, Variant
+from dpverify.registry import Algorithm, RunFn, Setting, Variant
 
 
 class MultiPassOracle:
@@ -67,7 +67,7 @@ class MultiPassOracle:
         return g
 
 
-def multi_pass_setup(p: Mapping[str, Any], problem: Problem, n: int,
+def multi_pass_setup(p: Mapping[str, Any], setting: Setting, n: int,
                      d: int, *, sound: bool) -> dict[str, Any]:
     """Schedule, noise, sensitivities, radii and step size of one Algorithm 4 variant.
 
@@ -76,11 +76,11 @@ def multi_pass_setup(p: Mapping[str, Any], problem: Problem, n: int,
     >>> import numpy as np
     >>> params = O2NC_ERM.params("paper")
     >>> prob = make_problem(params, np.random.default_rng(0))
-    >>> s = multi_pass_setup(params, prob, params["n"], params["d"], sound=False)
+    >>> s = multi_pass_setup(params, prob.setting(), params["n"], params["d"], sound=False)
     >>> s["sched"].T, s["sched"].Sigma, s["sched"].M, s["sched"].m
     (174, 4, 1, 5)
     """
-    L, Phi = float(problem.info["lipschitz"]), float(problem.info["phi"])
+    L, Phi = float(setting["lipschitz"]), float(setting["phi"])
     alpha, eps, delta = float(p["alpha"]), float(p["epsilon"]), float(p["delta"])
     sched = st.multi_pass_schedule(p, L, Phi, n, d)
     if sound:
@@ -98,13 +98,13 @@ def multi_pass_setup(p: Mapping[str, Any], problem: Problem, n: int,
 
 
 def _run(*, sound: bool) -> RunFn:
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
-        s = multi_pass_setup(p, problem, cur.n, cur.d, sound=sound)
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
+        s = multi_pass_setup(p, setting, cur.n, cur.d, sound=sound)
         sched = s["sched"]
-        oracle = MultiPassOracle(cur, problem.loss, sched, alpha=float(p["alpha"]),
+        oracle = MultiPassOracle(cur, setting.loss, sched, alpha=float(p["alpha"]),
                                  sigma1=s["sigma1"], sigma2=s["sigma2"], delta1=s["delta1"],
                                  delta2=s["delta2"], R1=s["R1"], R2=s["R2"])
-        return o2nc(cur, oracle, x0=problem.info["x0"], D=sched.D, eta=s["eta"], M=sched.M,
+        return o2nc(cur, oracle, x0=setting["x0"], D=sched.D, eta=s["eta"], M=sched.M,
                     T=sched.T)
 
     return run

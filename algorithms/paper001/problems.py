@@ -253,6 +253,7 @@ def make_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Problem
         data=data, loss=loss, objective=objective, grad=grad, optimum=None,
         info={"lipschitz": float(loss.lipschitz), "phi": float(phi), "x0": x0,
               "population": population, "x_star": x_star, "kind": kind},
+        public={"lipschitz": float(loss.lipschitz), "phi": float(phi), "x0": x0, "kind": kind},
     )
 
 

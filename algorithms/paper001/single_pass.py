@@ -41,7 +41,7 @@ from algorithms.paper001.o2nc import o2nc
 from algorithms.paper001.problems import make_problem
 from dpverify.claims import Finding, UtilityClaim
 from dpverify.curator import Curator
-from dpverify.registry import Algorithm, Problem, RunFn, Variant
+from dpverify.registry import Algorithm, RunFn, Setting, Variant
 from dpverify.tree import TreeAggregator
 
 
@@ -113,7 +113,7 @@ class SinglePassOracle:
         return self.tree.add(q, self.cur.subset(pos), sensitivity=sens)
 
 
-def single_pass_setup(p: Mapping[str, Any], problem: Problem, n: int, d: int, *,
+def single_pass_setup(p: Mapping[str, Any], setting: Setting, n: int, d: int, *,
                       zero_order: bool, sound: bool) -> dict[str, Any]:
     """Schedule, noise, sensitivities, radii and step size of one single-pass variant.
 
@@ -121,11 +121,11 @@ def single_pass_setup(p: Mapping[str, Any], problem: Problem, n: int, d: int, *,
     --------
     >>> params = O2NC_ZO.params("paper")
     >>> prob = make_problem(params, np.random.default_rng(0))
-    >>> s = single_pass_setup(params, prob, 200, 3, zero_order=True, sound=False)
+    >>> s = single_pass_setup(params, prob.setting(), 200, 3, zero_order=True, sound=False)
     >>> s["sched"].T, s["sched"].Sigma, s["sched"].m, s["R1"]
     (100, 4, 64, None)
     """
-    L, Phi = float(problem.info["lipschitz"]), float(problem.info["phi"])
+    L, Phi = float(setting["lipschitz"]), float(setting["phi"])
     alpha, eps, delta = float(p["alpha"]), float(p["epsilon"]), float(p["delta"])
     sched = st.single_pass_schedule(p, L, Phi, n, d, first_order=not zero_order)
     if sound:
@@ -143,14 +143,14 @@ def single_pass_setup(p: Mapping[str, Any], problem: Problem, n: int, d: int, *,
 
 
 def _run(*, zero_order: bool, sound: bool) -> RunFn:
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
-        s = single_pass_setup(p, problem, cur.n, cur.d, zero_order=zero_order, sound=sound)
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
+        s = single_pass_setup(p, setting, cur.n, cur.d, zero_order=zero_order, sound=sound)
         sched = s["sched"]
         oracle = SinglePassOracle(
-            cur, problem.loss, sched, alpha=float(p["alpha"]), zero_order=zero_order,
+            cur, setting.loss, sched, alpha=float(p["alpha"]), zero_order=zero_order,
             sigma=s["sigma"], s1=s["s1"], s2=s["s2"], R1=s["R1"], R2=s["R2"],
             tree_mode="binary" if sound else "paper")
-        return o2nc(cur, oracle, x0=problem.info["x0"], D=sched.D, eta=s["eta"], M=sched.M,
+        return o2nc(cur, oracle, x0=setting["x0"], D=sched.D, eta=s["eta"], M=sched.M,
                     T=sched.T)
 
     return run

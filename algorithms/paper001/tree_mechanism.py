@@ -36,7 +36,7 @@ from algorithms.paper001.problems import make_problem
 from dpverify.accounting import calibrate_gaussian
 from dpverify.claims import Finding
 from dpverify.curator import Curator
-from dpverify.registry import Algorithm, Problem, RunFn, Variant
+from dpverify.registry import Algorithm, RunFn, Setting, Variant
 from dpverify.tree import TreeAggregator, tree_levels
 
 
@@ -80,7 +80,7 @@ def _clipped_mean(cur: Curator, clip: float, B: int):
 def _run(rule: str) -> RunFn:
     mode = "paper" if rule == "paper" else "binary"
 
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
         Sigma, clip = int(p["Sigma"]), float(p["clip"])
         B = int(p["B"]) if p.get("B") is not None else max(1, cur.n // Sigma)
         s = 2.0 * clip / B  # replace-one: one leaf's mean moves by at most 2 C / B

@@ -30,7 +30,7 @@ from algorithms.problems import clipped_grad_sum
 from dpverify.accounting import calibrate_gaussian
 from dpverify.claims import Finding, UtilityClaim
 from dpverify.curator import Curator
-from dpverify.registry import Algorithm, Problem, RunFn, Variant
+from dpverify.registry import Algorithm, RunFn, Setting, Variant
 
 
 def _logsumexp(xp: Any, a: Any) -> Any:
@@ -83,17 +83,17 @@ def l1_step_on_simplex(xp: Any, lam: Any, grad: Any, beta: float) -> Any:
 
 
 def _run(*, sound: bool) -> RunFn:
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
         xp, n, d = cur.xp, cur.n, cur.d
-        loss, G = problem.loss, lipschitz(problem)
-        L = float(problem.info["smoothness"])
+        loss, G = setting.loss, lipschitz(setting)
+        L = float(setting["smoothness"])
         R = float(p["radius_l1"])
         eps, delta = float(p["epsilon"]), float(p["delta"])
         T = p.get("T") or cal.accmd_iterations(L, R, n, d, G, eps, delta)
         T = int(T)
         L_C = L * (2.0 * R) ** 2
         if sound:
-            C = clip_of(p, problem)
+            C = clip_of(p, setting)
             sens, clip = 2.0 * C, C
             noise = calibrate_gaussian(target_epsilon=eps, target_delta=delta, steps=T,
                                        relation=cal.RELATION) * sens

@@ -10,7 +10,7 @@ import numpy as np
 from algorithms.paper002.calibration import RELATION
 from dpverify.claims import PrivacyClaim
 from dpverify.curator import Curator, Query
-from dpverify.registry import Problem
+from dpverify.registry import Setting
 
 SOURCE = "Wang, Ye, Xu 2017, DP-ERM revisited (paper 002)"
 
@@ -29,34 +29,34 @@ def claim(p: Mapping[str, Any]) -> PrivacyClaim:
     return PrivacyClaim(epsilon=float(p["epsilon"]), delta=float(p["delta"]), relation=RELATION)
 
 
-def lipschitz(problem: Problem) -> float:
+def lipschitz(setting: Setting) -> float:
     """G, the public per-record gradient bound of the problem's loss (rows have norm <= 1).
 
     Examples
     --------
     >>> from algorithms.paper002.problems import make_problem
     >>> prob = make_problem({"n": 20, "d": 2, "loss": "sigmoid"}, np.random.default_rng(0))
-    >>> lipschitz(prob)
+    >>> lipschitz(prob.setting())
     0.25
     """
-    return float(problem.info["lipschitz"])
+    return float(setting["lipschitz"])
 
 
-def clip_of(p: Mapping[str, Any], problem: Problem) -> float:
+def clip_of(p: Mapping[str, Any], setting: Setting) -> float:
     """The clipping norm of a sound variant: ``clip``, or G when it is ``None``.
 
     Examples
     --------
     >>> from algorithms.paper002.problems import make_problem
     >>> prob = make_problem({"n": 20, "d": 2, "loss": "sigmoid"}, np.random.default_rng(0))
-    >>> clip_of({"clip": None}, prob), clip_of({"clip": 2.0}, prob)
+    >>> clip_of({"clip": None}, prob.setting()), clip_of({"clip": 2.0}, prob.setting())
     (0.25, 2.0)
     """
     c = p.get("clip")
-    return lipschitz(problem) if c is None else float(c)
+    return lipschitz(setting) if c is None else float(c)
 
 
-def public_gap(problem: Problem) -> float:
+def public_gap(setting: Setting) -> float:
     """A data-independent bound on F^r(0) - F^r(x*): the loss at margin 0 (r(0) = 0, F >= 0).
 
     For the logistic loss it is ln 2 whatever the data; T may depend on it (Thm 4.2).
@@ -65,12 +65,12 @@ def public_gap(problem: Problem) -> float:
     --------
     >>> from algorithms.paper002.problems import make_problem
     >>> prob = make_problem({"n": 20, "d": 2, "loss": "logistic"}, np.random.default_rng(0))
-    >>> round(public_gap(prob), 6)
+    >>> round(public_gap(prob.setting()), 6)
     0.693147
     """
     import array_api_compat.numpy as xp
 
-    return float(problem.loss.value(np.asarray(0.0), np.asarray(1.0), xp))
+    return float(setting.loss.value(np.asarray(0.0), np.asarray(1.0), xp))
 
 
 def zeros(cur: Curator) -> Any:

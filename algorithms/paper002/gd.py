@@ -27,27 +27,27 @@ from dpverify.accounting import calibrate_gaussian
 from dpverify.claims import Finding, UtilityClaim
 from dpverify.curator import Curator
 from dpverify.errors import InputError
-from dpverify.registry import Algorithm, Problem, RunFn, Variant
+from dpverify.registry import Algorithm, RunFn, Setting, Variant
 
 
-def gd_schedule(p: Mapping[str, Any], problem: Problem, n: int, d: int) -> tuple[float, int]:
+def gd_schedule(p: Mapping[str, Any], setting: Setting, n: int, d: int) -> tuple[float, int]:
     """(eta, T): the given values, or eta = 1/L and the T of Thm 6.2 (PL) or 6.3.
 
     Examples
     --------
     >>> import numpy as np
     >>> params = DP_GD.params("paper")
-    >>> gd_schedule(params, make_problem(params, np.random.default_rng(0)), 200, 5)
+    >>> gd_schedule(params, make_problem(params, np.random.default_rng(0)).setting(), 200, 5)
     (0.8, 9)
     """
-    G = lipschitz(problem)
+    G = lipschitz(setting)
     lam = float(p["lam"])
-    L = float(problem.info["smoothness"]) + lam  # F = mean loss + lam/2 ||x||^2
+    L = float(setting["smoothness"]) + lam  # F = mean loss + lam/2 ||x||^2
     eps, delta = float(p["epsilon"]), float(p["delta"])
     if p["setting"] == "pl":
         if lam <= 0:
             raise InputError("dp_gd_002 in the PL setting needs lam > 0 (mu = lam)")
-        T = cal.gd_pl_iterations(L, lam, n, d, G, eps, delta, public_gap(problem))
+        T = cal.gd_pl_iterations(L, lam, n, d, G, eps, delta, public_gap(setting))
     elif p["setting"] == "nonconvex":
         T = cal.gd_nonconvex_iterations(L, n, d, G, eps, delta)
     else:
@@ -58,13 +58,13 @@ def gd_schedule(p: Mapping[str, Any], problem: Problem, n: int, d: int) -> tuple
 
 
 def _gd_run(*, sound: bool) -> RunFn:
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
         xp, n, d = cur.xp, cur.n, cur.d
-        loss, G = problem.loss, lipschitz(problem)
+        loss, G = setting.loss, lipschitz(setting)
         eps, delta, lam = float(p["epsilon"]), float(p["delta"]), float(p["lam"])
-        eta, T = gd_schedule(p, problem, n, d)
+        eta, T = gd_schedule(p, setting, n, d)
         if sound:
-            C = clip_of(p, problem)
+            C = clip_of(p, setting)
             sens, clip = 2.0 * C, C
             noise = calibrate_gaussian(target_epsilon=eps, target_delta=delta, steps=T,
                                        relation=cal.RELATION) * sens
@@ -147,14 +147,14 @@ DP_GD = Algorithm(
 
 
 def _sgd_run(*, sound: bool) -> RunFn:
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
         xp, n = cur.xp, cur.n
-        loss, G = problem.loss, lipschitz(problem)
+        loss, G = setting.loss, lipschitz(setting)
         eps, delta = float(p["epsilon"]), float(p["delta"])
         b, T, eta = int(p["batch"]), int(p["T"]), float(p["eta"])
         reg = Regularizer(l1=float(p["lam1"]), l2=float(p["lam"]))
         if sound:
-            C = clip_of(p, problem)
+            C = clip_of(p, setting)
             z, _ = cal.calibrate_sampled_with_snapshots(epsilon=eps, delta=delta, n=n,
                                                         batch=b, steps=T, snapshots=0)
             sens, noise, clip = 2.0 * C, z * 2.0 * C, C

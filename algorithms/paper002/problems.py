@@ -333,5 +333,6 @@ def make_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Problem
         "kkt_residual": (kkt_residual(loss, data, reg, radius_l1, optimum)
                          if optimum is not None else None),
     }
+    private = ("w_true", "kkt_residual")
     return Problem(data=data, loss=loss, objective=objective, grad=grad, optimum=optimum,
-                   info=info)
+                   info=info, public={k: v for k, v in info.items() if k not in private})

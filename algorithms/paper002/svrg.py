@@ -40,10 +40,10 @@ from algorithms.paper002.problems import Regularizer, make_problem
 from algorithms.problems import clipped_grad_sum
 from dpverify.claims import Finding, UtilityClaim
 from dpverify.curator import Curator
-from dpverify.registry import Algorithm, Problem, RunFn, Variant
+from dpverify.registry import Algorithm, RunFn, Setting, Variant
 
 
-def svrg_schedule(p: Mapping[str, Any], problem: Problem, n: int, d: int,
+def svrg_schedule(p: Mapping[str, Any], setting: Setting, n: int, d: int,
                   plus: bool) -> tuple[float, int, int]:
     """(eta, m, T): the given parameters, or the theorem's for those left ``None``.
 
@@ -52,18 +52,18 @@ def svrg_schedule(p: Mapping[str, Any], problem: Problem, n: int, d: int,
     >>> import numpy as np
     >>> params = DP_SVRG.params("paper")
     >>> prob = make_problem(params, np.random.default_rng(0))
-    >>> svrg_schedule(params, prob, 200, 5, plus=False)  # m = 192 L/mu + 1 with L/mu = 1/4
+    >>> svrg_schedule(params, prob.setting(), 200, 5, plus=False)  # m = 192 L/mu + 1, L/mu = 1/4
     (0.08333333333333333, 49, 10)
     """
-    info = problem.info
-    G, L = lipschitz(problem), float(info["smoothness"])
+    info = setting.constants
+    G, L = lipschitz(setting), float(info["smoothness"])
     eps, delta = float(p["epsilon"]), float(p["delta"])
     if plus:
         eta, T = cal.svrg_pp_schedule(L, n, d, G, eps, delta)
         m = 10  # the experiment's m (Fig. 2, line 405); Thm 4.4 asks only m = Theta(L)
     else:
         eta, m, T = cal.svrg_schedule(L, float(info["mu"]), n, d, G, eps, delta,
-                                      public_gap(problem))
+                                      public_gap(setting))
     pick = lambda key, default: default if p.get(key) is None else p[key]  # noqa: E731
     return float(pick("eta", eta)), int(pick("m", m)), int(pick("T", T))
 
@@ -80,14 +80,14 @@ def noisy_steps(m: int, T: int, plus: bool) -> int:
 
 
 def _svrg_run(*, plus: bool, sound: bool) -> RunFn:
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
         xp, n, d = cur.xp, cur.n, cur.d
-        loss, G = problem.loss, lipschitz(problem)
+        loss, G = setting.loss, lipschitz(setting)
         eps, delta = float(p["epsilon"]), float(p["delta"])
         reg = Regularizer(l1=float(p["lam1"]), l2=float(p["lam"]))
-        eta, m, T = svrg_schedule(p, problem, n, d, plus)
+        eta, m, T = svrg_schedule(p, setting, n, d, plus)
         if sound:
-            C = clip_of(p, problem)
+            C = clip_of(p, setting)
             z1, z2 = cal.calibrate_sampled_with_snapshots(
                 epsilon=eps, delta=delta, n=n, batch=1, steps=noisy_steps(m, T, plus),
                 snapshots=T, snapshot_share=float(p["snapshot_share"]))

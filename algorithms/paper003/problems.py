@@ -23,9 +23,10 @@ first; the metrics never touch the curator.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,7 @@ import numpy as np
 from dpverify.data import Dataset
 from dpverify.errors import InputError
 from dpverify.rates.sosp import phi_at, phi_grad
-from dpverify.registry import Problem
+from dpverify.registry import Problem, Setting
 
 # Per-sample models (Array API) ------------------------------------------------------------
 
@@ -420,7 +421,9 @@ class MinimaxSetting:
     ``L`` bounds every per-sample Hessian on the region the run stays in (A2), ``M`` every
     per-sample gradient there (A1, block-wise), ``mu`` the strong concavity (A4); ``L_phi``
     and ``rho_phi`` are Phi's gradient and Hessian Lipschitz constants; ``F0`` bounds
-    Phi(x0) - inf Phi (the notes' reading of Theorem 1's F0).
+    Phi(x0) - inf Phi (the notes' reading of Theorem 1's F0) for every dataset the record
+    bounds allow: a bound computed from the records themselves would be data the schedule
+    uses without a release.
     """
 
     model: Any
@@ -434,12 +437,11 @@ class MinimaxSetting:
     F0: float
     y_radius: float | None
     x0: np.ndarray
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-def setting_of(problem: Problem) -> MinimaxSetting:
-    """The :class:`MinimaxSetting` a paper-003 problem carries in ``info["setting"]``."""
-    s = problem.info.get("setting")
+def setting_of(setting: Setting) -> MinimaxSetting:
+    """The :class:`MinimaxSetting` a paper-003 problem declares public."""
+    s = setting.get("minimax_setting")
     if not isinstance(s, MinimaxSetting):
         raise InputError("this algorithm needs a paper-003 minimax problem "
                          "(algorithms.paper003.problems.make_minimax_problem)")
@@ -470,16 +472,22 @@ def _cosine_problem(p: Mapping[str, Any], rng: np.random.Generator) -> Problem:
     L = max(a, mu) + norm_A
     x0 = np.asarray(p.get("x0") if p.get("x0") is not None else np.zeros(d), dtype=float)
     x0 = np.broadcast_to(x0, (d,)).copy()
-    phi0 = float(obj.phi_closed(x0[None])[0])
     kappa = beta**2 / mu
     s = _cosine_minimum(kappa / a)
-    phi_min = a * math.cos(s) + kappa * s * s / 2.0
+    if str(p.get("phi", "empirical")) == "population":
+        # The population Phi is public (A = beta I, b = 0): its F0 is exact.
+        F0 = max(float(obj.phi_closed(x0[None])[0]) - (a * math.cos(s) + kappa * s * s / 2), 1e-12)
+    else:
+        # For every dataset of the family: Phi_S(x) = a cos(x_1) + ||A x - b||^2 / (2 mu)
+        # (notes TP1; a constrained Y only lowers it) with ||A|| <= norm_A and ||b|| <= s_b for
+        # a mean of records, and inf Phi_S >= -a.
+        F0 = a * math.cos(x0[0]) + a + (norm_A * float(np.linalg.norm(x0)) + s_b) ** 2 / (2 * mu)
     setting = MinimaxSetting(
         model=CosineModel(d=d, a=a, mu=mu), d1=d, d2=d, L=L, M=M, mu=mu,
-        L_phi=a + norm_A**2 / mu, rho_phi=a, F0=max(phi0 - phi_min, 1e-12), y_radius=R_Y, x0=x0,
-        extra={"saddle_gap": a - kappa, "minimum_x1": s},
+        L_phi=a + norm_A**2 / mu, rho_phi=a, F0=F0, y_radius=R_Y, x0=x0,
     )
-    return _problem(data, obj, setting, p)
+    extra = {"saddle_gap": a - kappa, "minimum_x1": s}
+    return _problem(data, obj, setting, p, extra)
 
 
 def _cosine_minimum(c: float) -> float:
@@ -515,26 +523,61 @@ def _matrix_sensing_problem(p: Mapping[str, Any], rng: np.random.Generator) -> P
     L = 1.0 + a_box * (2.0 * x_box + y_box)
     M = max(a_box * x_box * y_box, a_box * x_box**2 + 1.0 + y_box)
     Mmat = np.einsum("n,npq->pq", b, A) / n
+    # F0: Phi >= 0 (y = 0) and Phi(x0) <= mean_i r_i(x0)^2 / 2 with |r_i| <= a_box ||U0 V0^T||_F
+    # + b_box, the declared record bound |b_i| <= a_box ||X*||_F + 5 noise.
+    U0, V0 = x0[: pp * r].reshape(pp, r), x0[pp * r :].reshape(q, r)
+    b_box = a_box * float(p["ms_truth_scale"]) + 5.0 * float(p["ms_noise"])
+    F0 = 0.5 * (a_box * float(np.linalg.norm(U0 @ V0.T)) + b_box) ** 2
     setting = MinimaxSetting(
         model=MatrixSensingModel(p=pp, q=q, r=r), d1=d1, d2=n, L=L, M=M, mu=1.0 / n,
         L_phi=a_box**2 * 4.0 * x_box**2 + a_box * 1.0, rho_phi=6.0 * a_box**2 * x_box,
-        F0=float(obj.phi_closed(x0[None])[0]), y_radius=R_Y, x0=x0,
-        extra={"saddle_lambda_min": -float(np.linalg.norm(Mmat, 2)), "truth": Xs},
+        F0=F0, y_radius=R_Y, x0=x0,
     )
-    return _problem(data, obj, setting, p)
+    extra = {"saddle_lambda_min": -float(np.linalg.norm(Mmat, 2)), "truth": Xs}
+    return _problem(data, obj, setting, p, extra)
 
 
-def _problem(data: Dataset, obj: Any, setting: MinimaxSetting, p: Mapping[str, Any]) -> Problem:
-    info = {"minimax": obj, "setting": setting, "rho_phi": setting.rho_phi,
-            "L_phi": setting.L_phi, "lipschitz": setting.M, "smoothness": setting.L,
-            "mu": setting.mu, "F0": setting.F0, "phi": str(p.get("phi", "empirical")),
-            **setting.extra}
+def _problem(data: Dataset, obj: Any, setting: MinimaxSetting, p: Mapping[str, Any],
+             extra: Mapping[str, Any]) -> Problem:
+    public = {"minimax_setting": setting, "rho_phi": setting.rho_phi,
+              "L_phi": setting.L_phi, "lipschitz": setting.M, "smoothness": setting.L,
+              "mu": setting.mu, "F0": setting.F0, "phi": str(p.get("phi", "empirical"))}
     return Problem(
         data=data,
         objective=lambda th: phi_at(obj, np.atleast_2d(th)),
         grad=lambda th: phi_grad(obj, np.atleast_2d(th)),
-        info=info,
+        info={"minimax": obj, **public, **extra},
+        public=public,
     )
+
+
+def empirical_F0(setting: Setting, data: Dataset, params: Mapping[str, Any]) -> Setting:
+    """``setting`` with F0 = Phi_S(x0) - min Phi of the records ``data`` (cosine problems).
+
+    What the schedule used before F0 was a declared bound: a value of the private data,
+    read outside the curator. Kept as a planted variant's ``derive_setting``, so the checks
+    can show that they see it.
+
+    Examples
+    --------
+    >>> prob = make_minimax_problem(PROBLEM_DEFAULTS, np.random.default_rng(0))
+    >>> s = empirical_F0(prob.setting(), prob.data, PROBLEM_DEFAULTS)
+    >>> 0 < s["F0"] < prob.setting()["F0"]
+    True
+    """
+    ms = setting_of(setting)
+    if not isinstance(ms.model, CosineModel):
+        raise InputError("empirical_F0 reads a cosine problem's records")
+    p = {**PROBLEM_DEFAULTS, **dict(params)}
+    d, a, mu, beta = ms.d1, float(p["a"]), float(p["mu"]), float(p["beta"])
+    X = np.asarray(data.X)
+    obj = CosineObjective(a, mu, X[:, : d * d].reshape(-1, d, d).mean(0), X[:, d * d :].mean(0),
+                          ms.y_radius)
+    kappa = beta**2 / mu
+    s = _cosine_minimum(kappa / a)
+    F0 = max(float(obj.phi_closed(ms.x0[None])[0]) - (a * math.cos(s) + kappa * s * s / 2.0),
+             1e-12)
+    return setting.with_constants(minimax_setting=dataclasses.replace(ms, F0=F0), F0=F0)
 
 
 PROBLEMS = {"cosine": _cosine_problem, "matrix_sensing": _matrix_sensing_problem}
@@ -561,7 +604,7 @@ def make_minimax_problem(params: Mapping[str, Any], rng: np.random.Generator) ->
     Examples
     --------
     >>> prob = make_minimax_problem(PROBLEM_DEFAULTS, np.random.default_rng(0))
-    >>> prob.data.X.shape, prob.info["setting"].d1
+    >>> prob.data.X.shape, prob.public["minimax_setting"].d1
     ((200, 12), 3)
     >>> float(np.linalg.norm(prob.grad(np.zeros(3))))  < 0.2  # near the saddle at 0
     True

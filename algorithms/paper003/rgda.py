@@ -51,7 +51,7 @@ from algorithms.paper003.common import (
 from algorithms.paper003.problems import MinimaxSetting, joint_diff_sum, joint_sum, setting_of
 from dpverify.curator import Curator
 from dpverify.errors import InputError
-from dpverify.registry import Problem
+from dpverify.registry import Setting
 
 # Parameters ------------------------------------------------------------------------------
 
@@ -307,10 +307,10 @@ def _split(g: Any, d1: int) -> tuple[Any, Any]:
     return g[:, :d1], g[:, d1:]
 
 
-def sound_refresh(cur: Curator, problem: Problem, p: Mapping[str, Any], plan: SoundPlan,
+def sound_refresh(cur: Curator, setting: Setting, p: Mapping[str, Any], plan: SoundPlan,
                   x: Any, y: Any, *, name: str = "refresh") -> tuple[Any, Any]:
     """(v, u) = mean of per-sample clipped joint gradients + N(0, (z Delta)^2 I), one release."""
-    s = setting_of(problem)
+    s = setting_of(setting)
     clip = float(p["clip"]) if p.get("clip") is not None else s.M
     m = nominal(plan.refresh, cur.n)
     sens = sum_sensitivity(clip, str(p["relation"])) / m
@@ -323,7 +323,7 @@ def sound_refresh(cur: Curator, problem: Problem, p: Mapping[str, Any], plan: So
     return _split(g, s.d1)
 
 
-def sound_increment(cur: Curator, problem: Problem, p: Mapping[str, Any], plan: SoundPlan,
+def sound_increment(cur: Curator, setting: Setting, p: Mapping[str, Any], plan: SoundPlan,
                     x1: Any, y1: Any, x0: Any, y0: Any) -> tuple[Any, Any]:
     """The noisy difference of mean clipped per-sample gradients from w0 to w1.
 
@@ -333,7 +333,7 @@ def sound_increment(cur: Curator, problem: Problem, p: Mapping[str, Any], plan: 
     (post-processing): each trial receives its difference plus N(0, (z 2 C/S2)^2 I), the
     movement-scaled noise of the paper with the bound enforced for any record (notes P-4).
     """
-    s = setting_of(problem)
+    s = setting_of(setting)
     xp = cur.xp
     Lclip = float(p["Lclip"]) if p.get("Lclip") is not None else s.L
     move = np.sqrt(_norm_np(cur, x1 - x0) ** 2 + _norm_np(cur, y1 - y0) ** 2)
@@ -357,15 +357,15 @@ def sound_increment(cur: Curator, problem: Problem, p: Mapping[str, Any], plan: 
     return _split(g * C_b, s.d1)
 
 
-def sound_updater(cur: Curator, problem: Problem, p: Mapping[str, Any], plan: SoundPlan,
+def sound_updater(cur: Curator, setting: Setting, p: Mapping[str, Any], plan: SoundPlan,
                   t: int, st: UpdaterState) -> UpdaterState:
     """One call of Algorithm 3, corrected (notes, UPDATER_FIXED): returns y_{t+1}, v_t, u_t."""
-    s = setting_of(problem)
+    s = setting_of(setting)
     K, lam = int(p["K"]), float(p["lam"])
     x = st.x
     if t % int(p["q"]) == 0:
         # A fresh estimate at (x_t, y_t) needs no increment across the x-step (notes A3-2).
-        v, u = sound_refresh(cur, problem, p, plan, x, st.y)
+        v, u = sound_refresh(cur, setting, p, plan, x, st.y)
         k0, x_last, y_last = 1, x, st.y
     else:
         v, u = st.v, st.u
@@ -375,7 +375,7 @@ def sound_updater(cur: Curator, problem: Problem, p: Mapping[str, Any], plan: So
     for k in range(k0, K + 1):
         if k >= 1:
             y_k = _project(cur, s, y_k + lam * u)  # line 16
-        dv, du = sound_increment(cur, problem, p, plan, x, y_k, x_last, y_last)
+        dv, du = sound_increment(cur, setting, p, plan, x, y_k, x_last, y_last)
         v, u = v + dv, u + du
         x_last, y_last = x, y_k
         if k >= 1:
@@ -466,11 +466,11 @@ def _paper_batches(cur: Curator, p: Mapping[str, Any]) -> tuple[Any, Any]:
     return (batch_spec(cur, p["S1"], single_pass=sp), batch_spec(cur, p["S2"], single_pass=sp))
 
 
-def paper_updater(cur: Curator, problem: Problem, p: Mapping[str, Any], pn: PaperNoise,
+def paper_updater(cur: Curator, setting: Setting, p: Mapping[str, Any], pn: PaperNoise,
                   t: int, st: UpdaterState, stream: SinglePass | None = None) -> UpdaterState:
     """One call of Algorithm 3 as printed (lines 196-217); ``stream``: the run's single
     pass (the population setting's fresh batches, line 762)."""
-    s = setting_of(problem)
+    s = setting_of(setting)
     xp, model, d1 = cur.xp, s.model, s.d1
     K, lam = int(p["K"]), float(p["lam"])
     ref, inc = _paper_batches(cur, p)
@@ -543,7 +543,7 @@ def paper_updater(cur: Curator, problem: Problem, p: Mapping[str, Any], pn: Pape
 # Warm start ---------------------------------------------------------------------------------
 
 
-def warm_start(cur: Curator, problem: Problem, p: Mapping[str, Any], x0: Any, y0: Any, *,
+def warm_start(cur: Curator, setting: Setting, p: Mapping[str, Any], x0: Any, y0: Any, *,
                sound: bool, plan: SoundPlan | None) -> Any:
     """``warm_start`` projected ascent steps on y at x0 (Lemma 8, line 625, needs
     ||G_lambda(x0, y0)|| <= eps_bar^(1/2)/kappa; line 774 calls it a PiSARAH initialisation).
@@ -553,13 +553,13 @@ def warm_start(cur: Curator, problem: Problem, p: Mapping[str, Any], x0: Any, y0
     through ``cur.exact``, so the accountant reports what an uncharged data-dependent
     start costs.
     """
-    s = setting_of(problem)
+    s = setting_of(setting)
     lam, W = float(p["lam"]), int(p["warm_start"])
     xp, model, n = cur.xp, s.model, float(cur.n)
     y = y0
     for _ in range(W):
         if sound:
-            _, u = sound_refresh(cur, problem, p, plan, x0, y, name="warm_start")
+            _, u = sound_refresh(cur, setting, p, plan, x0, y, name="warm_start")
         else:
             g = cur.exact("warm_start", lambda X, yl, w, y=y: joint_sum(
                 model, xp, X, w, x0, y, None, guard=False) / n)
@@ -657,15 +657,15 @@ def outer_loop(cur: Curator, d1: int, esc: EscapeSchedule, T: int,
 
 
 def dp_rgda(*, sound: bool, style: str):
-    """Algorithm 2 with Algorithm 3 as a ``run(cur, problem, params)`` function.
+    """Algorithm 2 with Algorithm 3 as a ``run(cur, setting, params)`` function.
 
     The run returns x_out (trials, d1); with ``params["certificate"]`` true, (trials,
     d1 + 1) whose last column is 1 where Algorithm 2 certified x_out (line 19) and 0 where
     its budget ran out (line 22).
     """
 
-    def run(cur: Curator, problem: Problem, params: Mapping[str, Any]) -> Any:
-        s = setting_of(problem)
+    def run(cur: Curator, setting: Setting, params: Mapping[str, Any]) -> Any:
+        s = setting_of(setting)
         p = resolved(params, s, cur.n)
         if p.get("lam") is None:
             p["lam"] = 1.0 / (2.0 * s.L) if sound else 1.0 / (6.0 * s.L)  # Lemma 8: 1/(6L)
@@ -682,15 +682,15 @@ def dp_rgda(*, sound: bool, style: str):
         if not sound and single_pass(p):
             check_sample_budget(cur, p, sound=False)
             stream = SinglePass(cur)
-        y = warm_start(cur, problem, p, x, y, sound=sound, plan=plan)
+        y = warm_start(cur, setting, p, x, y, sound=sound, plan=plan)
         pert_rng = np.random.default_rng(cur.rng.integers(2**63))  # public randomness
         st = UpdaterState(x, x, y, cur.backend.asarray(np.zeros((cur.trials, s.d1))),
                           cur.backend.asarray(np.zeros((cur.trials, s.d2))))
 
         def update(t: int, state: UpdaterState) -> UpdaterState:
             if sound:
-                return sound_updater(cur, problem, p, plan, t, state)
-            return paper_updater(cur, problem, p, pn, t, state, stream)
+                return sound_updater(cur, setting, p, plan, t, state)
+            return paper_updater(cur, setting, p, pn, t, state, stream)
 
         if not p.get("certificate"):
             return outer_loop(cur, s.d1, esc, int(p["T"]), update, st, pert_rng)

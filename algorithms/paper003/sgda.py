@@ -27,7 +27,7 @@ from algorithms.paper003.common import (
 from algorithms.paper003.problems import joint_sum, setting_of
 from dpverify.accounting import calibrate_gaussian
 from dpverify.curator import Curator
-from dpverify.registry import Problem
+from dpverify.registry import Setting
 
 
 def paper_sigma(p: Mapping[str, Any], B: int) -> tuple[float, float]:
@@ -45,10 +45,10 @@ def paper_sigma(p: Mapping[str, Any], B: int) -> tuple[float, float]:
 
 
 def dp_sgda(*, sound: bool):
-    """DP-SGDA as a ``run(cur, problem, params)`` function; returns x_T (trials, d1)."""
+    """DP-SGDA as a ``run(cur, setting, params)`` function; returns x_T (trials, d1)."""
 
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
-        s = setting_of(problem)
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
+        s = setting_of(setting)
         xp, model = cur.xp, s.model
         T, clip = int(p["T"]), float(p["clip"])
         B = min(int(p["B"]), cur.n)

@@ -59,7 +59,7 @@ from dpverify.filters import (
     gaussian_zcdp,
     noise_for_zcdp,
 )
-from dpverify.registry import Problem
+from dpverify.registry import Setting
 
 
 def _scales(p: Mapping[str, Any], c: Mapping[str, float], n: int, d: int) -> dict[str, float]:
@@ -74,10 +74,10 @@ def _scales(p: Mapping[str, Any], c: Mapping[str, float], n: int, d: int) -> dic
 
 
 def adaptive_noisy_gd(*, sound: bool):
-    """Algorithm 3 as a ``run(cur, problem, params)`` function."""
+    """Algorithm 3 as a ``run(cur, setting, params)`` function."""
 
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
-        return (_run_sound if sound else _run_paper)(cur, problem, p)
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
+        return (_run_sound if sound else _run_paper)(cur, setting, p)
 
     return run
 
@@ -85,18 +85,18 @@ def adaptive_noisy_gd(*, sound: bool):
 def adaptive_noisy_gd_select(*, sound: bool):
     """Theorem 5: Algorithm 3, then t* by the exponential mechanism on gradient norms."""
 
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
         trace: list[tuple[Any, np.ndarray]] = []
-        (_run_sound if sound else _run_paper)(cur, problem, p, trace)
-        return _select(cur, problem, p, trace, sound=sound)
+        (_run_sound if sound else _run_paper)(cur, setting, p, trace)
+        return _select(cur, setting, p, trace, sound=sound)
 
     return run
 
 
-def _select(cur: Curator, problem: Problem, p: Mapping[str, Any],
+def _select(cur: Curator, setting: Setting, p: Mapping[str, Any],
             trace: list[tuple[Any, np.ndarray]], *, sound: bool) -> Any:
     """w_t* with t* drawn by the exponential mechanism of Theorem 5 (line 280)."""
-    c = constants(problem)
+    c = constants(setting)
     n, K = cur.n, cur.trials
     if sound:
         sens = mean_sensitivity(c["L0"], str(p["relation"]), n)
@@ -107,7 +107,7 @@ def _select(cur: Curator, problem: Problem, p: Mapping[str, Any],
     # Option t of a trial exists only if the trial took step t (t <= its own T).
     offered = np.stack([a for _, a in trace], axis=1)
     penalty = cur.backend.asarray(np.where(offered, 0.0, -np.inf))
-    queries = [grad_query(cur, problem, W, clip=clip, guard=guard) for W, _ in trace]
+    queries = [grad_query(cur, setting, W, clip=clip, guard=guard) for W, _ in trace]
     xp = cur.xp
 
     def scores(X: Any, y: Any, w: Any) -> Any:
@@ -120,15 +120,15 @@ def _select(cur: Curator, problem: Problem, p: Mapping[str, Any],
     return cur.backend.asarray(iterates[np.arange(K), idx])
 
 
-def _run_paper(cur: Curator, problem: Problem, p: Mapping[str, Any],
+def _run_paper(cur: Curator, setting: Setting, p: Mapping[str, Any],
                trace: list[tuple[Any, np.ndarray]] | None = None) -> Any:
     xp = cur.xp
-    c = constants(problem, smooth=True)
+    c = constants(setting, smooth=True)
     n, d, K = cur.n, cur.d, cur.trials
     rho = float(p["rho"])
     s = _scales(p, c, n, d)
     sens = c["L0"] / n  # "the sensitivity of any gradient estimate is at most L0/n", line 658
-    W = start(cur, problem)
+    W = start(cur, setting)
     tally = np.zeros(K)  # sum_j rho_j of line 2
     active = np.ones(K, bool)
     t = 0
@@ -140,10 +140,10 @@ def _run_paper(cur: Curator, problem: Problem, p: Mapping[str, Any],
         if trace is not None:  # w_t, at which step t releases its noisy norm
             trace.append((W, active.copy()))
         N = to_numpy(cur, cur.gaussian(
-            "grad_norm", grad_norm_query(cur, problem, W, clip=None, guard=False, active=active),
+            "grad_norm", grad_norm_query(cur, setting, W, clip=None, guard=False, active=active),
             sensitivity=sens, noise_std=s["sigma_hat"]))[:, 0]  # line 3, signed
         sigma_t = np.maximum(N / math.sqrt(s["dlog"]), s["floor"])  # line 4
-        g = gaussian_per_trial(cur, "grad", grad_query(cur, problem, W, clip=None, guard=False,
+        g = gaussian_per_trial(cur, "grad", grad_query(cur, setting, W, clip=None, guard=False,
                                                        active=active),
                                sensitivity=sens, noise_std=sigma_t, active=active)
         act_b = xp.reshape(cur.backend.asarray(active.astype(float)), (K, 1))
@@ -155,10 +155,10 @@ def _run_paper(cur: Curator, problem: Problem, p: Mapping[str, Any],
     return W
 
 
-def _run_sound(cur: Curator, problem: Problem, p: Mapping[str, Any],
+def _run_sound(cur: Curator, setting: Setting, p: Mapping[str, Any],
                trace: list[tuple[Any, np.ndarray]] | None = None) -> Any:
     xp = cur.xp
-    c = constants(problem, smooth=True)
+    c = constants(setting, smooth=True)
     n, d, K = cur.n, cur.d, cur.trials
     rho = float(p["rho"])
     s = _scales(p, c, n, d)
@@ -169,7 +169,7 @@ def _run_sound(cur: Curator, problem: Problem, p: Mapping[str, Any],
     sigma_hat = factor * s["sigma_hat"]
     norm_cost = gaussian_zcdp(sens, sigma_hat)  # = sqrt(rho)/n, line 6
     filt = attach(cur.ledger, ZCDPFilter(rho, trials=K))
-    W = start(cur, problem)
+    W = start(cur, setting)
     active = np.ones(K, bool)
     t = 0
     while True:
@@ -182,7 +182,7 @@ def _run_sound(cur: Curator, problem: Problem, p: Mapping[str, Any],
             trace.append((W, active.copy()))
         filt.spend(norm_cost, active)
         N = to_numpy(cur, cur.gaussian(
-            "grad_norm", grad_norm_query(cur, problem, W, clip=c["L0"], guard=True,
+            "grad_norm", grad_norm_query(cur, setting, W, clip=c["L0"], guard=True,
                                          active=active),
             sensitivity=sens, noise_std=sigma_hat))[:, 0]
         N_plus = np.maximum(N, 0.0)  # post-processing; keeps line 6's charge honest
@@ -195,7 +195,7 @@ def _run_sound(cur: Curator, problem: Problem, p: Mapping[str, Any],
         if not active.any():
             break
         filt.spend(np.where(active, gaussian_zcdp(sens, sigma_t), 0.0), active)
-        g = gaussian_per_trial(cur, "grad", grad_query(cur, problem, W, clip=c["L0"], guard=True,
+        g = gaussian_per_trial(cur, "grad", grad_query(cur, setting, W, clip=c["L0"], guard=True,
                                                        active=active),
                                sensitivity=sens, noise_std=sigma_t, active=active)
         act_b = xp.reshape(cur.backend.asarray(active.astype(float)), (K, 1))

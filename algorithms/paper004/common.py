@@ -18,7 +18,7 @@ from algorithms.kl_problems import finite_records
 from dpverify.claims import PrivacyClaim, UtilityClaim
 from dpverify.curator import Curator
 from dpverify.errors import InputError
-from dpverify.registry import Problem
+from dpverify.registry import Setting
 
 PAPER = "paper 004 (Menart, Ullah, Arora, Bassily, Guzman: DP non-convex optimization under KL)"
 
@@ -49,13 +49,13 @@ def mean_sensitivity(bound: float, relation: str, n: int) -> float:
     return l2_sensitivity_of_sum(bound, relation) / n
 
 
-def constants(problem: Problem, *, smooth: bool = False) -> dict[str, float]:
+def constants(setting: Setting, *, smooth: bool = False) -> dict[str, float]:
     """The public constants an algorithm of the paper takes as input (Algs 1-4, inputs).
 
     ``smooth=True``: the algorithm's step or sensitivity uses L1 (Algs 1 and 3), so a
     problem without one (``theorem8``'s kinked losses) is refused by name.
     """
-    info = problem.info
+    info = setting.constants
     if smooth and info.get("smoothness") is None:
         raise InputError(f"this algorithm needs an L1-smooth problem; "
                          f"{info.get('problem', 'this problem')!r} has no smoothness "
@@ -68,9 +68,9 @@ def constants(problem: Problem, *, smooth: bool = False) -> dict[str, float]:
     }
 
 
-def start(cur: Curator, problem: Problem) -> Any:
+def start(cur: Curator, setting: Setting) -> Any:
     """The public initial point w0, repeated over trials, as a backend array."""
-    w0 = np.asarray(problem.info["w0"], dtype=float)
+    w0 = np.asarray(setting["w0"], dtype=float)
     return cur.backend.asarray(np.repeat(w0[None, :], cur.trials, axis=0))
 
 
@@ -80,14 +80,14 @@ def _mask(cur: Curator, active: np.ndarray | None) -> Any:
     return cur.xp.reshape(cur.backend.asarray(active.astype(float)), (cur.trials, 1))
 
 
-def grad_query(cur: Curator, problem: Problem, W: Any, *, clip: float | None,
+def grad_query(cur: Curator, setting: Setting, W: Any, *, clip: float | None,
                guard: bool, active: np.ndarray | None = None):
     """The query ``(1/n) sum_i clip(grad f(W; x_i))`` for every trial, masked by ``active``.
 
     ``clip=None`` and ``guard=False`` give the paper's unclipped mean; the sound variants
     clip each per-sample gradient to L0 and drop non-finite records.
     """
-    xp, loss, n = cur.xp, problem.loss, float(cur.n)
+    xp, loss, n = cur.xp, setting.loss, float(cur.n)
     m = _mask(cur, active)
 
     def query(X: Any, y: Any, w: Any) -> Any:
@@ -99,11 +99,11 @@ def grad_query(cur: Curator, problem: Problem, W: Any, *, clip: float | None,
     return query
 
 
-def grad_norm_query(cur: Curator, problem: Problem, W: Any, *, clip: float | None,
+def grad_norm_query(cur: Curator, setting: Setting, W: Any, *, clip: float | None,
                     guard: bool, active: np.ndarray | None = None):
     """The scalar query ``||(1/n) sum_i clip(grad f(W; x_i))||``, shape (trials, 1)."""
     xp = cur.xp
-    inner = grad_query(cur, problem, W, clip=clip, guard=guard, active=active)
+    inner = grad_query(cur, setting, W, clip=clip, guard=guard, active=active)
 
     def query(X: Any, y: Any, w: Any) -> Any:
         return xp.linalg.vector_norm(inner(X, y, w), axis=1, keepdims=True)
@@ -111,10 +111,10 @@ def grad_norm_query(cur: Curator, problem: Problem, W: Any, *, clip: float | Non
     return query
 
 
-def diff_query(cur: Curator, problem: Problem, W1: Any, W0: Any, *, clip: float | None,
+def diff_query(cur: Curator, setting: Setting, W1: Any, W0: Any, *, clip: float | None,
                diff_clip: float | None, guard: bool, active: np.ndarray | None = None):
     """``(1/n) sum_i [g(W1; x_i) - g(W0; x_i)]``, each difference clipped to ``diff_clip``."""
-    xp, loss, n = cur.xp, problem.loss, float(cur.n)
+    xp, loss, n = cur.xp, setting.loss, float(cur.n)
     m = _mask(cur, active)
 
     def query(X: Any, y: Any, w: Any) -> Any:

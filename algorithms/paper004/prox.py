@@ -29,7 +29,7 @@ from algorithms.kl_problems import make_kl_problem, regularized
 from algorithms.paper004.common import constants, grad_query, mean_sensitivity, start
 from dpverify.accounting import gaussian_sigma_for_rho
 from dpverify.curator import Curator
-from dpverify.registry import Problem
+from dpverify.registry import Problem, Setting
 
 
 def inner_steps(n: int, d: int, rho: float, beta: float, cap: int) -> int:
@@ -63,11 +63,11 @@ def outer_rounds(p: Mapping[str, Any], c: Mapping[str, float], n: int, d: int) -
     return max(1, math.ceil(T))
 
 
-def noisy_gd_alg4(cur: Curator, problem: Problem, W_center: Any, *, rho_call: float,
+def noisy_gd_alg4(cur: Curator, setting: Setting, W_center: Any, *, rho_call: float,
                   beta_call: float, p: Mapping[str, Any], sound: bool) -> Any:
     """Algorithm 4 on ``F(w) + L1~ ||w - center||^2`` from ``w_1 = center`` (lines 1-5)."""
     xp = cur.xp
-    c = constants(problem)
+    c = constants(setting)
     L0, lt = c["L0"], float(p["L1_tilde"])
     n, d = cur.n, cur.d
     T = inner_steps(n, d, rho_call, beta_call, int(p["T_in_max"]))
@@ -83,7 +83,7 @@ def noisy_gd_alg4(cur: Curator, problem: Problem, W_center: Any, *, rho_call: fl
     W = W_center
     acc = W * 1.0  # t = 1 term of sum_t t w_t (line 5)
     for t in range(1, T):
-        g = cur.gaussian("grad", grad_query(cur, problem, W, clip=clip, guard=sound),
+        g = cur.gaussian("grad", grad_query(cur, setting, W, clip=clip, guard=sound),
                          sensitivity=sens, noise_std=sigma)
         step = W - (1.0 / (lt * t)) * (g + 2.0 * lt * (W - W_center))  # line 3 at w_t
         off = step - W_center
@@ -95,17 +95,17 @@ def noisy_gd_alg4(cur: Curator, problem: Problem, W_center: Any, *, rho_call: fl
 
 
 def prox_point(*, sound: bool):
-    """Algorithm 2 as a ``run(cur, problem, params)`` function."""
+    """Algorithm 2 as a ``run(cur, setting, params)`` function."""
 
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
-        c = constants(problem)
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
+        c = constants(setting)
         T = outer_rounds(p, c, cur.n, cur.d)
         rho_call = float(p["rho"]) / T  # line 5
         beta_call = float(p["beta"]) / T  # line 2
-        W = start(cur, problem)
+        W = start(cur, setting)
         for t in range(T):
             cur.step(t)
-            W = noisy_gd_alg4(cur, problem, W, rho_call=rho_call, beta_call=beta_call, p=p,
+            W = noisy_gd_alg4(cur, setting, W, rho_call=rho_call, beta_call=beta_call, p=p,
                               sound=sound)
         return W
 
@@ -115,8 +115,8 @@ def prox_point(*, sound: bool):
 def noisy_gd(*, sound: bool):
     """Algorithm 4 alone (Theorem 9) at budget rho, centred at the public start w0."""
 
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
-        return noisy_gd_alg4(cur, problem, start(cur, problem), rho_call=float(p["rho"]),
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
+        return noisy_gd_alg4(cur, setting, start(cur, setting), rho_call=float(p["rho"]),
                              beta_call=float(p["beta"]), p=p, sound=sound)
 
     return run

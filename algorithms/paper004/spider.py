@@ -36,7 +36,7 @@ from algorithms.paper004.common import (
     to_numpy,
 )
 from dpverify.curator import Curator
-from dpverify.registry import Problem
+from dpverify.registry import Setting
 
 
 @dataclass(frozen=True)
@@ -116,13 +116,13 @@ def sound_noise_factor(s: SpiderSchedule, p: Mapping[str, Any], c: Mapping[str, 
 
 
 def kl_spider(*, sound: bool):
-    """Algorithm 1 as a ``run(cur, problem, params)`` function."""
+    """Algorithm 1 as a ``run(cur, setting, params)`` function."""
 
-    def run(cur: Curator, problem: Problem, p: Mapping[str, Any]) -> Any:
+    def run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
         xp = cur.xp
-        c = constants(problem, smooth=True)
+        c = constants(setting, smooth=True)
         n, d = cur.n, cur.d
-        W = start(cur, problem)
+        W = start(cur, setting)
         sched = spider_schedule(p, c, n, d, integer_T=sound)
         if sched is None:
             return W
@@ -151,7 +151,7 @@ def kl_spider(*, sound: bool):
                 sens_diff = float(sched.phi[k]) ** (1.0 / c["kappa"]) / (4.0 * c["gamma"] * n)
                 diff_clip = None
                 max_steps = math.floor(T_k) + 1  # t = 0, 1, ..., floor(T_k): "t <= T_k"
-            g = cur.gaussian("full_grad", grad_query(cur, problem, W, clip=clip, guard=sound),
+            g = cur.gaussian("full_grad", grad_query(cur, setting, W, clip=clip, guard=sound),
                              sensitivity=sens_full, noise_std=sched.sigma_full * factor)
             running = to_numpy(cur, xp.linalg.vector_norm(g, axis=1)) >= thr  # line 10
             prev = W
@@ -166,7 +166,7 @@ def kl_spider(*, sound: bool):
                 if not (sound and last):  # the sound variant skips the unused last difference
                     D = cur.gaussian(
                         "grad_diff",
-                        diff_query(cur, problem, W_new, W, clip=clip, diff_clip=diff_clip,
+                        diff_query(cur, setting, W_new, W, clip=clip, diff_clip=diff_clip,
                                    guard=sound, active=running),
                         sensitivity=sens_diff, noise_std=sig_k,
                     )  # line 13

@@ -25,7 +25,7 @@ Examples
 """
 
 from dpverify.audit.blackbox import audit_blackbox
-from dpverify.audit.check import audit, audit_check
+from dpverify.audit.check import AuditCheck, AuditOptions, audit, audit_experiment
 from dpverify.audit.distinguishers import DISTINGUISHERS, resolve_distinguishers
 from dpverify.audit.onerun import (
     audit_onerun,
@@ -62,7 +62,9 @@ __all__ = [
     "ThresholdBound",
     "audit",
     "audit_blackbox",
-    "audit_check",
+    "AuditCheck",
+    "AuditOptions",
+    "audit_experiment",
     "audit_onerun",
     "audit_sequential",
     "audit_whitebox",

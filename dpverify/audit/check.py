@@ -20,21 +20,22 @@ The verdict is FAIL exactly when epsilon_lower exceeds the claimed epsilon. With
 ``sequential = true`` (and no ``trials``) the audit samples in rounds
 (:mod:`dpverify.audit.sequential`) until it proves a violation (FAIL) or its detectable
 epsilon falls to ``detect`` times the claim (PASS), within ``max_trials`` runs per world
-(else INCONCLUSIVE, "underpowered").
+(else INCONCLUSIVE, "underpowered"); a run's ``--trials`` makes it fixed-size again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, Literal
 
 from dpverify.audit.blackbox import audit_blackbox
 from dpverify.audit.onerun import audit_onerun
 from dpverify.audit.result import MODES, AuditResult
 from dpverify.audit.sequential import Schedule, audit_sequential
 from dpverify.audit.whitebox import audit_whitebox
-from dpverify.checks import CheckSpec, Outcome, RunContext, check_kind
+from dpverify.checks import CheckKind, Options, Outcome, register_kind
 from dpverify.errors import InputError
+from dpverify.experiment import Experiment
 
 DEFAULT_TRIALS = {"blackbox": 20000, "whitebox": 1000}
 # Options each mode accepts (besides those every mode takes).
@@ -70,6 +71,10 @@ def audit(target: str, *, mode: str = "blackbox", **options: Any) -> AuditResult
         raise InputError(f"audit mode must be one of {MODES}, got {mode!r}")
     if options.pop("sequential", False):
         return _sequential(target, mode, options)
+    for k in ("detect", "max_trials", "first_round"):
+        if options.get(k) is not None:
+            raise InputError(f"option {k!r} is for a sequential audit (sequential = true)")
+        options.pop(k, None)
     unknown = sorted(set(options) - _OPTIONS[mode])
     if unknown:
         raise InputError(f"unknown option(s) {unknown} for a {mode} audit; known: "
@@ -85,67 +90,108 @@ def _sequential(target: str, mode: str, options: dict[str, Any]) -> AuditResult:
         raise InputError("a sequential audit chooses its own number of trials: give "
                          "'trials' (fixed size) or 'sequential', not both")
     options.pop("trials", None)
-    sched = {_SCHEDULE[k]: options.pop(k) for k in list(options) if k in _SCHEDULE
-             and options[k] is not None}
-    for k in [k for k in options if k in _SCHEDULE]:
-        options.pop(k)
+    sched = {_SCHEDULE[k]: options.pop(k) for k in list(options) if k in _SCHEDULE}
+    sched = {k: v for k, v in sched.items() if v is not None}
     return audit_sequential(target, mode=mode, schedule=Schedule.for_mode(mode, **sched),
                             **options)
 
 
-def options_for(spec_options: Mapping[str, Any], ctx: RunContext,
-                params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The mode and keyword options of a check, with the run context applied.
+@dataclass(frozen=True)
+class AuditOptions(Options):
+    """The options of an ``audit`` check; ``None`` leaves the mode's own default.
 
-    ``ctx.trials`` overrides a check's own trial count (a suite's ``[check.thorough]``
+    Which keys a mode takes: see ``_OPTIONS`` (a key another mode uses is refused).
+    """
+
+    mode: Literal["blackbox", "whitebox", "onerun"] = "blackbox"
+    trials: int | None = None
+    epsilon: float | None = None
+    delta: float | None = None
+    confidence: float | None = None
+    relation: str | None = None
+    neighbours: str | tuple[str, ...] | None = None
+    distinguisher: str | tuple[str, ...] | None = None
+    bound: str | None = None
+    splits: tuple[float, ...] | None = None
+    top_k: int | None = None
+    select_fraction: float | None = None
+    block_size: int | None = None
+    accountant: bool | None = None
+    canaries: int | None = None
+    guesses: tuple[int, ...] | None = None
+    scores: str | None = None
+    canary_norm: float | None = None
+    detect_probability: float | None = None
+    sequential: bool | None = None
+    detect: float | None = None
+    max_trials: int | None = None
+    first_round: int | None = None
+
+    def validate(self) -> None:
+        given = set(self.keywords())
+        if self.mode == "onerun" and self.trials is not None:
+            raise InputError("a one-run audit runs once: give 'canaries', not 'trials'")
+        if self.sequential and self.trials is not None:
+            raise InputError("a sequential audit chooses its own number of trials: give "
+                             "'trials' (fixed size) or 'sequential', not both")
+        allowed = _OPTIONS[self.mode] | ({"sequential", *_SCHEDULE} if self.sequential
+                                         else set())
+        wrong = sorted(given - allowed - {"trials"})
+        if wrong:
+            raise InputError(f"option(s) {wrong} do not apply to a {self.mode} audit; "
+                             f"known: {sorted(_OPTIONS[self.mode] - _COMMON_RUN)}")
+
+    def keywords(self) -> dict[str, Any]:
+        """The options given (not ``None``), as keywords of the mode's function."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name != "mode" and getattr(self, f.name) is not None}
+
+
+# Set by the experiment, never by a suite.
+_COMMON_RUN = {"params", "seed", "scale", "backend", "execution"}
+
+
+@register_kind
+class AuditCheck(CheckKind):
+    """Empirical epsilon lower bound against the claim: FAIL when the bound exceeds it."""
+
+    name = "audit"
+    Options = AuditOptions
+
+    def run(self, exp: Experiment, options: AuditOptions) -> Outcome:
+        return audit_experiment(exp, options).to_outcome()
+
+
+def audit_experiment(exp: Experiment, options: AuditOptions) -> AuditResult:
+    """The audit an ``audit`` check runs: ``options`` applied to the experiment.
+
+    The run's ``--trials`` overrides the check's own count (a suite's ``[check.thorough]``
     table is the place for larger counts at the thorough scale).
 
     Examples
     --------
-    >>> mode, opts = options_for({"mode": "whitebox"}, RunContext(seed=3), {"T": 5})
-    >>> mode, opts["trials"], opts["seed"], opts["params"]
-    ('whitebox', 1000, 3, {'T': 5})
+    >>> r = audit_experiment(Experiment("noisy_gd:sound", {"T": 5, "n": 50}),
+    ...                      AuditOptions(mode="whitebox", trials=200))
+    >>> r.mode, r.trials, r.verdict.value
+    ('whitebox', 200, 'PASS')
     """
-    opts = {k: v for k, v in spec_options.items() if not str(k).startswith("_")}
-    mode = str(opts.pop("mode", "blackbox"))
-    if mode not in MODES:
-        raise InputError(f"audit mode must be one of {MODES}, got {mode!r}")
-    sequential = bool(opts.get("sequential"))
-    if sequential and "trials" in opts:
-        raise InputError("a sequential audit chooses its own number of trials: give "
-                         "'trials' (fixed size) or 'sequential', not both")
-    if sequential and ctx.trials is None:
-        pass  # the rounds choose the number of trials (a run's --trials fixes it)
+    mode = options.mode
+    kw = options.keywords()
+    if options.sequential and exp.trials is None:
+        pass  # the rounds choose the number of trials
     elif mode in DEFAULT_TRIALS:
-        opts.pop("sequential", None)
-        opts["trials"] = int(ctx.trials if ctx.trials is not None
-                             else opts.get("trials", DEFAULT_TRIALS[mode]))
-    elif "trials" in opts:
-        raise InputError("a one-run audit runs once: give 'canaries', not 'trials'")
-    opts.update(params=dict(params), seed=int(ctx.seed), scale=ctx.scale,
-                backend=ctx.backend)
-    if mode != "onerun":
-        execution = execution_from_context(ctx)
-        if execution is not None:
-            opts["execution"] = execution
-    return mode, opts
+        for k in ("sequential", "detect", "max_trials", "first_round"):
+            kw.pop(k, None)
+        kw["trials"] = exp.trial_count(options.trials, DEFAULT_TRIALS[mode])
+    kw.update(params=dict(exp.overrides), seed=exp.seed, scale=exp.scale.value,
+              backend=exp.backend)
+    if mode != "onerun" and exp.execution is not None:
+        kw["execution"] = exp.execution
+    return audit(exp.spec, mode=mode, **kw)
 
 
 def execution_from_context(ctx: Any) -> Any:
     """Where a check's blocks run, from the run context (None: serial, in this process)."""
-    try:
-        from dpverify.execution import executor_from_context
-    except ImportError:  # a build without executors runs blocks serially
-        return None
+    from dpverify.execution import executor_from_context
+
     return executor_from_context(ctx)
-
-
-@check_kind("audit")
-def audit_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
-    """Empirical epsilon lower bound against the claim: FAIL when the bound exceeds it."""
-    try:
-        mode, opts = options_for(spec.options, ctx, spec.params)
-        return audit(spec.target, mode=mode, **opts).to_outcome()
-    except InputError as e:
-        where = spec.source or spec.id
-        raise InputError(f"{where}: {e}") from None

@@ -362,7 +362,7 @@ def _scores(setup: Any, data: Dataset, canaries: tuple[np.ndarray, np.ndarray], 
         except InputError as e:
             acc_note = str(e)
         if scores == "releases":
-            answers = [r.answer for r in cur.ledger if r.answer is not None]
+            answers = [r.answer for r in cur.ledger.records if r.answer is not None]
             if not answers or any(a.shape[1] != d for a in answers):
                 raise InputError(f"scores='releases' needs answers with d={d} entries; "
                                  f"{setup.name} released shapes "

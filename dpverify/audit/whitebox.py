@@ -81,7 +81,7 @@ from dpverify.audit.targets import (
     prepare,
     resolve_neighbours,
 )
-from dpverify.curator import AMPLIFIED, Ledger, Release
+from dpverify.curator import AMPLIFIED, Ledger, ReplayRecord
 from dpverify.data import NeighbourPair
 from dpverify.errors import InputError, check_positive, check_probability
 from dpverify.execution import DEFAULT_BLOCK, map_blocks, run_target, seed_streams
@@ -99,7 +99,7 @@ def _sqnorm(a: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", a, a)
 
 
-def release_privacy_loss(rel: Release) -> tuple[np.ndarray, np.ndarray | None, bool]:
+def release_privacy_loss(rec: ReplayRecord) -> tuple[np.ndarray, np.ndarray | None, bool]:
     """Per-trial privacy loss log p_D(a) / p_D'(a) of one replayed release.
 
     Returns the loss, the squared Gaussian sensitivity ||q(D) - q(D')||^2 / sigma^2 of an
@@ -113,28 +113,29 @@ def release_privacy_loss(rel: Release) -> tuple[np.ndarray, np.ndarray | None, b
     >>> D = Dataset(np.eye(2), np.zeros(2))
     >>> cur = Curator.replay(NeighbourPair.add_remove(D, 0), trials=3, rng=0, keep_answers=True)
     >>> _ = cur.gaussian("s", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=2.0)
-    >>> loss, m2, gaussian = release_privacy_loss(cur.ledger.releases[0])
+    >>> loss, m2, gaussian = release_privacy_loss(cur.ledger.records[0])
     >>> loss.shape, m2.tolist(), gaussian
     ((3,), [0.25, 0.25, 0.25], True)
     """
-    if rel.value_D is None or rel.value_D_prime is None:
+    rel = rec.release
+    if rec.value_D is None or rec.value_D_prime is None:
         raise InputError(f"release {rel.name!r} was not replayed on a neighbouring pair")
-    if rel.answer is None:
+    if rec.answer is None:
         raise InputError(f"release {rel.name!r} kept no answer: replay with keep_answers=True")
-    a = np.asarray(rel.answer, dtype=float)
-    vD = np.asarray(rel.value_D, dtype=float)
-    vDp = np.asarray(rel.value_D_prime, dtype=float)
+    a = np.asarray(rec.answer, dtype=float)
+    vD = np.asarray(rec.value_D, dtype=float)
+    vDp = np.asarray(rec.value_D_prime, dtype=float)
     K = a.shape[0]
     same = np.all((vD == vDp) | (np.isnan(vD) & np.isnan(vDp)), axis=1)
     # A record drawn with probability 1 is simply in the batch: no mixture.
-    amplified = rel.sampling in AMPLIFIED and rel.value_out is not None and rel.rate < 1
-    vout = np.asarray(rel.value_out, dtype=float) if amplified else None
+    amplified = rel.sampling in AMPLIFIED and rec.value_out is not None and rel.rate < 1
+    vout = np.asarray(rec.value_out, dtype=float) if amplified else None
     finite = np.isfinite(vD).all(axis=1) & np.isfinite(vDp).all(axis=1) & np.isfinite(a).all(1)
     if vout is not None:
         finite &= np.isfinite(vout).all(axis=1)
     loss = np.where(same, 0.0, np.inf)  # exact answers, non-finite values
     if rel.mechanism == "exponential":
-        return np.where(same, 0.0, exponential_privacy_loss(rel)), None, bool(np.all(same))
+        return np.where(same, 0.0, exponential_privacy_loss(rec)), None, bool(np.all(same))
     noisy = rel.mechanism in ("gaussian", "laplace") and rel.noise > 0
     gaussian_ok = bool(np.all(same)) or (rel.mechanism == "gaussian" and noisy
                                           and not amplified and bool(np.all(finite)))
@@ -171,7 +172,7 @@ def release_privacy_loss(rel: Release) -> tuple[np.ndarray, np.ndarray | None, b
     return loss, m2, gaussian_ok
 
 
-def exponential_privacy_loss(rel: Release) -> np.ndarray:
+def exponential_privacy_loss(rec: ReplayRecord) -> np.ndarray:
     """Per-trial loss log P_D(j) / P_D'(j) of a replayed exponential selection j.
 
     Examples
@@ -183,16 +184,16 @@ def exponential_privacy_loss(rel: Release) -> np.ndarray:
     >>> cur = Curator.replay(pair, trials=2, rng=0, keep_answers=True)
     >>> j = cur.exponential("pick", lambda X, y, w: np.concatenate([w @ X, 0 * (w @ X)], 1),
     ...                     sensitivity=1.0, epsilon=2.0)
-    >>> loss = exponential_privacy_loss(cur.ledger.releases[0])
+    >>> loss = exponential_privacy_loss(cur.ledger.records[0])
     >>> bool(np.allclose(loss, np.where(j == 0, -1.0, 0.0) + np.log((1 + np.e) / 2)))
     True
     """
-    c = 1.0 / rel.noise  # the Gumbel scale is 2 Delta / eps
-    j = np.asarray(rel.answer, dtype=float)[:, 0].astype(np.int64)
+    c = 1.0 / rec.release.noise  # the Gumbel scale is 2 Delta / eps
+    j = np.asarray(rec.answer, dtype=float)[:, 0].astype(np.int64)
     with np.errstate(invalid="ignore"):
-        uD = np.where(np.isnan(rel.value_D), -np.inf, c * np.asarray(rel.value_D, float))
-        uDp = np.where(np.isnan(rel.value_D_prime), -np.inf,
-                       c * np.asarray(rel.value_D_prime, float))
+        uD = np.where(np.isnan(rec.value_D), -np.inf, c * np.asarray(rec.value_D, float))
+        uDp = np.where(np.isnan(rec.value_D_prime), -np.inf,
+                       c * np.asarray(rec.value_D_prime, float))
         rows = np.arange(j.shape[0])
         # exp(c u(j)) / sum_k exp(c u_k) in each world; logsumexp keeps large c finite.
         logp_D = uD[rows, j] - scipy.special.logsumexp(uD, axis=1)
@@ -223,8 +224,8 @@ def transcript_privacy_loss(ledger: Ledger) -> tuple[np.ndarray, np.ndarray | No
     total: np.ndarray | None = None
     V: np.ndarray | None = None
     all_gaussian = True
-    for rel in ledger:
-        loss, m2, g = release_privacy_loss(rel)
+    for rec in ledger.records:
+        loss, m2, g = release_privacy_loss(rec)
         total = loss if total is None else total + loss
         all_gaussian &= g
         if m2 is not None and all_gaussian:

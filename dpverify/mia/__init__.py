@@ -30,12 +30,11 @@ from dpverify.mia.bounds import (
     tpr_at_fpr,
     tpr_ceiling,
 )
-from dpverify.mia.check import mia_check
+from dpverify.mia.check import MiaCheck, MiaOptions, mia_of
 from dpverify.mia.cli import configure_parser, run_command
 from dpverify.mia.core import MiaResult, membership_inference
 from dpverify.mia.game import (
     DESIGNS,
-    MembershipCurator,
     Observations,
     Pool,
     draw_membership,
@@ -48,7 +47,6 @@ __all__ = [
     "ATTACKS",
     "DESIGNS",
     "LiraFit",
-    "MembershipCurator",
     "MiaResult",
     "Observations",
     "Pool",
@@ -61,7 +59,9 @@ __all__ = [
     "heldout_pool",
     "make_pool",
     "membership_inference",
-    "mia_check",
+    "MiaCheck",
+    "MiaOptions",
+    "mia_of",
     "pool_membership",
     "resolve_attacks",
     "roc_auc",

@@ -25,51 +25,65 @@ area); PASS otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, fields
 
-from dpverify.checks import CheckSpec, Outcome, RunContext, check_kind
-from dpverify.errors import InputError
-from dpverify.mia.core import DEFAULT_TRIALS, membership_inference
-
-OPTIONS = {"epsilon", "delta", "trials", "attack", "design", "pool", "records", "confidence",
-           "splits", "statistic", "data", "nonmembers", "auc_test", "relation", "block_size",
-           "accountant", "detect_probability"}
+from dpverify.checks import CheckKind, Options, Outcome, register_kind
+from dpverify.experiment import Experiment
+from dpverify.mia.core import DEFAULT_TRIALS, MiaResult, membership_inference
 
 
-def options_for(spec_options: Mapping[str, Any], ctx: RunContext,
-                params: Mapping[str, Any]) -> dict[str, Any]:
-    """Keyword options of :func:`membership_inference` from a check and its run context.
+@dataclass(frozen=True)
+class MiaOptions(Options):
+    """The keyword options of :func:`membership_inference` a suite may give; ``None``
+    leaves the function's default."""
 
-    ``ctx.trials`` overrides the check's own trial count.
+    epsilon: float | None = None
+    delta: float | None = None
+    trials: int | None = None
+    attack: str | None = None
+    design: str | None = None
+    pool: int | None = None
+    records: str | None = None
+    confidence: float | None = None
+    splits: tuple[float, ...] | None = None
+    statistic: str | None = None
+    data: str | None = None
+    nonmembers: str | None = None
+    auc_test: bool | None = None
+    relation: str | None = None
+    block_size: int | str | None = None
+    accountant: bool | None = None
+    detect_probability: float | None = None
+
+
+@register_kind
+class MiaCheck(CheckKind):
+    """Membership inference against the claim: FAIL when the evidence exceeds its ceiling."""
+
+    name = "mia"
+    Options = MiaOptions
+
+    def run(self, exp: Experiment, options: MiaOptions) -> Outcome:
+        return mia_of(exp, options).to_outcome()
+
+
+def mia_of(exp: Experiment, options: MiaOptions) -> MiaResult:
+    """The membership-inference game of a check: ``options`` applied to the experiment.
+
+    The run's ``--trials`` overrides the check's own trial count.
 
     Examples
     --------
-    >>> opts = options_for({"attack": "loss"}, RunContext(seed=2), {"T": 5})
-    >>> opts["attack"], opts["trials"], opts["seed"], opts["params"]
-    ('loss', 4000, 2, {'T': 5})
+    >>> r = mia_of(Experiment("noisy_gd:sound", {"T": 3, "n": 40}),
+    ...            MiaOptions(attack="loss", trials=200, pool=4))
+    >>> r.trials, r.verdict.value
+    (200, 'PASS')
     """
-    opts = {k: v for k, v in spec_options.items() if not str(k).startswith("_")}
-    unknown = sorted(set(opts) - OPTIONS)
-    if unknown:
-        raise InputError(f"unknown option(s) {unknown} for an mia check; known: "
-                         f"{sorted(OPTIONS)}")
-    opts["trials"] = int(ctx.trials if ctx.trials is not None
-                         else opts.get("trials", DEFAULT_TRIALS))
-    opts.update(params=dict(params), seed=int(ctx.seed), scale=ctx.scale, backend=ctx.backend)
-    from dpverify.audit.check import execution_from_context
-
-    execution = execution_from_context(ctx)
-    if execution is not None:
-        opts["execution"] = execution
-    return opts
-
-
-@check_kind("mia")
-def mia_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
-    """Membership inference against the claim: FAIL when the evidence exceeds its ceiling."""
-    try:
-        return membership_inference(spec.target,
-                                    **options_for(spec.options, ctx, spec.params)).to_outcome()
-    except InputError as e:
-        raise InputError(f"{spec.source or spec.id}: {e}") from None
+    kw = {f.name: getattr(options, f.name) for f in fields(options)
+          if getattr(options, f.name) is not None}
+    kw["trials"] = exp.trial_count(options.trials, DEFAULT_TRIALS)
+    kw.update(params=dict(exp.overrides), seed=exp.seed, scale=exp.scale.value,
+              backend=exp.backend)
+    if exp.execution is not None:
+        kw["execution"] = exp.execution
+    return membership_inference(exp.spec, **kw)

@@ -349,42 +349,6 @@ def _check_outputs(out: np.ndarray, d: int, name: str) -> None:
 # Registered targets: one batched run per block -------------------------------------------
 
 
-class MembershipCurator(Curator):
-    """A curator whose trials each see their own subset of the records.
-
-    ``mask`` (trials, slots) multiplies the weights of every query, so a record absent
-    from trial k weighs 0 in all of trial k's queries, however the batch was drawn.
-
-    Examples
-    --------
-    >>> D = Dataset(np.ones((3, 1)), np.zeros(3))
-    >>> cur = MembershipCurator(D, np.array([[1, 1, 0], [0, 1, 0]], bool), trials=2)
-    >>> cur.gaussian("s", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=0.0).ravel()
-    array([2., 1.])
-    """
-
-    def __init__(self, data: Dataset, mask: np.ndarray, **kwargs: Any) -> None:
-        super().__init__(data, **kwargs)
-        mask = np.asarray(mask, dtype=float)
-        if mask.shape != (self.trials, data.n):
-            raise InputError(f"membership mask must have shape ({self.trials}, {data.n}), "
-                             f"got {mask.shape}")
-        self._mask = self.backend.asarray(mask)
-
-    def _masked(self, query: Any) -> Any:
-        mask = self._mask
-        return lambda X, y, w: query(X, y, w * mask)
-
-    def gaussian(self, name: str, query: Any, **kwargs: Any) -> Any:
-        return super().gaussian(name, self._masked(query), **kwargs)
-
-    def laplace(self, name: str, query: Any, **kwargs: Any) -> Any:
-        return super().laplace(name, self._masked(query), **kwargs)
-
-    def exact(self, name: str, query: Any, **kwargs: Any) -> Any:
-        return super().exact(name, self._masked(query), **kwargs)
-
-
 @dataclass
 class MembershipBlock:
     """The block function of a registered target's game: picklable ``fn(seed, k, index)``.
@@ -413,9 +377,12 @@ class MembershipBlock:
         game_ss, run_ss = ss.spawn(2)
         j, M = pool_membership(np.random.default_rng(game_ss), k, self.pool, self.design)
         data = self.pool.slots()
-        cur = MembershipCurator(data, self.pool.slot_mask(M), trials=k, rng=run_ss,
-                                backend=self.backend, n_public=self.problem.data.n)
-        out = resolve(self.target).variant.run(cur, self.problem, self.params)
+        cur = Curator.membership(data, self.pool.slot_mask(M), trials=k, rng=run_ss,
+                                 backend=self.backend, n_public=self.problem.data.n)
+        t = resolve(self.target)
+        # The game's trials each hold their own records, so the public setting is the
+        # problem's declared one; the setting check compares it across neighbours.
+        out = t.variant.run(cur, t.setting(self.problem, self.params), self.params)
         out = np.asarray(cur.backend.to_numpy(out), dtype=float).reshape(k, -1)
         _check_outputs(out, self.pool.targets.d, self.target)
         if self._stat is None:

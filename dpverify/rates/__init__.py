@@ -41,10 +41,12 @@ from dpverify.rates.metrics import (
 from dpverify.rates.plots import plot_fits
 from dpverify.rates.theory import Theory, evaluate
 from dpverify.rates.verify import (
+    RateCheck,
+    RateOptions,
     RatesResult,
     fit_sweep,
     outcome_of,
-    rate_check,
+    rates_of,
     resolve_theory,
     verify_rates,
 )
@@ -72,7 +74,9 @@ __all__ = [
     "outcome_of",
     "plot_fits",
     "power_slopes",
-    "rate_check",
+    "RateCheck",
+    "RateOptions",
+    "rates_of",
     "register_metric",
     "resolve_theory",
     "run_command",

@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.checks import CheckSpec, Outcome, RunContext, check_kind
+from dpverify.checks import CheckKind, Options, Outcome, register_kind
 from dpverify.claims import Verdict
 from dpverify.errors import InputError
+from dpverify.experiment import Experiment
 from dpverify.rates.fit import FitSettings, RateFit, fit_rate
 from dpverify.rates.grids import (
     PRIVACY_AXES,
@@ -394,12 +395,56 @@ def _grids(vary: Mapping[str, Sequence[Any]] | Sequence[str], base: Callable[[st
 
 _SETTING_KEYS = ("confidence", "tolerance", "max_width", "n_boot", "model", "floor_select",
                  "min_points", "interval", "weighted", "saturation", "control_ratio")
-_OPTION_KEYS = {"vary", "values", "seeds", "metric", "theory", "log_factors", "regime",
-                "sided", "axis", "common_random_numbers", "control", "rate", *_SETTING_KEYS}
 
 
-def _check_vary(options: Mapping[str, Any]) -> Any:
-    vary, values = options.get("vary"), options.get("values")
+@dataclass(frozen=True)
+class RateOptions(Options):
+    """The options of a ``rate`` check.
+
+    ``vary`` (a parameter name, a list of names or a table of grids), ``values`` (the grid
+    of ``vary``), ``seeds``, ``metric``, ``theory`` (exponents, to override or to supply for
+    ``module:function`` targets), ``log_factors``, ``regime``, ``sided``, ``axis``,
+    ``common_random_numbers``, ``control`` (parameter overrides for a non-private control
+    sweep), ``rate`` (the theorem's full multi-term bound) and the :class:`FitSettings`
+    fields (``saturation`` and ``control_ratio`` validate the window). Seeds come from the
+    options, else the run's ``--trials``, else 20 (40 at the thorough scale).
+    """
+
+    vary: str | tuple[str, ...] | dict[str, Any] | None = None
+    values: tuple[Any, ...] | dict[str, Any] | None = None
+    seeds: int | None = None
+    metric: str | None = None
+    theory: dict[str, float] | None = None
+    log_factors: tuple[str, ...] | None = None
+    regime: tuple[str, ...] | None = None
+    sided: str | None = None
+    axis: str = "auto"
+    common_random_numbers: bool = True
+    control: dict[str, Any] | None = None
+    rate: str | None = None
+    confidence: float = 0.95
+    tolerance: float = 0.10
+    max_width: float = 0.5
+    n_boot: int = 2000
+    model: str = "auto"
+    floor_select: float = 0.20
+    min_points: int = 3
+    interval: str = "percentile"
+    weighted: bool = False
+    saturation: float | None = None
+    control_ratio: float = 10.0
+
+    def validate(self) -> None:
+        self.fit_settings()
+        _check_vary(self)
+
+    def fit_settings(self) -> FitSettings:
+        """The :class:`FitSettings` part of the options."""
+        return FitSettings(**{k: getattr(self, k) for k in _SETTING_KEYS})
+
+
+def _check_vary(options: RateOptions) -> Any:
+    vary, values = options.vary, options.values
     if isinstance(vary, Mapping):
         if values is not None:
             raise InputError("give vary as a table of grids, or vary (a name) with values")
@@ -410,40 +455,33 @@ def _check_vary(options: Mapping[str, Any]) -> Any:
         if not isinstance(vary, str):
             raise InputError("values needs vary to name the one parameter they belong to")
         return {vary: list(values)}
-    return vary  # a name, a list of names, or None (every exponent of the theorem)
+    return list(vary) if isinstance(vary, tuple) else vary  # a name, names, or None
 
 
-@check_kind("rate")
-def rate_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
-    """Sweep a parameter and test its fitted exponent against the declared utility theorem.
+@register_kind
+class RateCheck(CheckKind):
+    """Sweep a parameter and test its fitted exponent against the declared utility theorem."""
 
-    Options: ``vary`` (a parameter name, a list of names or a table of grids), ``values``
-    (the grid of ``vary``), ``seeds``, ``metric``, ``theory`` (exponents, to override or to
-    supply for ``module:function`` targets), ``log_factors``, ``regime``, ``sided``,
-    ``axis``, ``common_random_numbers``, ``control`` (a table of parameter overrides for a
-    non-private control sweep), ``rate`` (the theorem's full multi-term bound) and the
-    :class:`FitSettings` fields (``saturation`` and ``control_ratio`` validate the window).
-    Seeds come from the options, else ``ctx.trials``, else 20 (40 at the thorough scale).
-    """
-    opts = {k: v for k, v in spec.options.items() if not str(k).startswith("_")}  # loader's
-    unknown = set(opts) - _OPTION_KEYS
-    if unknown:
-        raise InputError(f"{spec.source or spec.id}: unknown rate option(s) {sorted(unknown)}; "
-                         f"known: {sorted(_OPTION_KEYS)}")
-    settings = FitSettings(**{k: opts[k] for k in _SETTING_KEYS if k in opts})
-    seeds = opts.get("seeds") or ctx.trials or DEFAULT_SEEDS.get(ctx.scale, 20)
-    theory = opts.get("theory")
-    res = verify_rates(
-        spec.target, _check_vary(opts), params=dict(spec.params), seeds=int(seeds),
-        seed=ctx.seed, scale=ctx.scale, metric=opts.get("metric"),
-        theory=dict(theory) if theory else None, log_factors=opts.get("log_factors"),
-        regime=opts.get("regime"), sided=opts.get("sided"), settings=settings,
-        axis=opts.get("axis", "auto"), backend=ctx.backend,
-        common_random_numbers=bool(opts.get("common_random_numbers", True)),
-        progress=ctx.progress, control=dict(opts["control"]) if opts.get("control") else None,
-        rate=opts.get("rate"),
+    name = "rate"
+    Options = RateOptions
+
+    def run(self, exp: Experiment, options: RateOptions) -> Outcome:
+        return outcome_of(rates_of(exp, options))
+
+
+def rates_of(exp: Experiment, o: RateOptions) -> RatesResult:
+    """The sweep and fits of a ``rate`` check: ``o`` applied to the experiment."""
+    seeds = o.seeds or exp.trials or DEFAULT_SEEDS.get(exp.scale.value, 20)
+    return verify_rates(
+        exp.spec, _check_vary(o), params=dict(exp.overrides), seeds=int(seeds),
+        seed=exp.seed, scale=exp.scale.value, metric=o.metric,
+        theory=dict(o.theory) if o.theory else None,
+        log_factors=list(o.log_factors) if o.log_factors is not None else None,
+        regime=list(o.regime) if o.regime is not None else None, sided=o.sided,
+        settings=o.fit_settings(), axis=o.axis, backend=exp.backend,
+        common_random_numbers=o.common_random_numbers, progress=exp.progress,
+        control=dict(o.control) if o.control else None, rate=o.rate,
     )
-    return outcome_of(res)
 
 
 def curve_band(fit: RateFit) -> dict[str, list[float]]:

@@ -20,10 +20,11 @@ PASS ("no violation found", never a proof).
 
 Checking your own algorithm
 ---------------------------
-Write it against the curator: ``algo(cur, problem, params) -> output``, where ``cur`` is a
-:class:`~dpverify.curator.Curator` (``cur.trials`` runs at once, ``cur.d``, the public
-``cur.n``), ``problem.data`` is the dataset (do not read it: ask the curator) and
-``params`` holds your parameters plus ``relation``, ``n``, ``d``, ``epsilon``, ``delta``.
+Write it against the curator: ``algo(cur, setting, params) -> output``, where ``cur`` is a
+:class:`~dpverify.curator.Curator` (``cur.trials`` runs at once), ``setting`` the public
+:class:`~dpverify.registry.Setting` (``setting.n``, ``setting.d``: the algorithm never sees
+the dataset, it asks the curator) and ``params`` holds your parameters plus ``relation``,
+``n``, ``d``, ``epsilon``, ``delta``.
 A file ``my_algo.py``::
 
     import numpy as np
@@ -33,7 +34,7 @@ A file ``my_algo.py``::
         X = rng.uniform(-1, 1, size=(200, 3))
         return X, X @ np.array([1.0, -1.0, 0.5])
 
-    def clipped_gd(cur, problem, params, *, divide_by_count=False):
+    def clipped_gd(cur, setting, params, *, divide_by_count=False):
         C, T = float(params.get("clip", 1.0)), int(params.get("T", 5))
         sens = C if params["relation"] == "add_remove" else 2 * C
         theta = np.zeros((cur.trials, cur.d))
@@ -55,8 +56,8 @@ A file ``my_algo.py``::
             theta = theta - 0.5 * (g if divide_by_count else g / cur.n)
         return theta
 
-    def buggy_gd(cur, problem, params):
-        return clipped_gd(cur, problem, params, divide_by_count=True)
+    def buggy_gd(cur, setting, params):
+        return clipped_gd(cur, setting, params, divide_by_count=True)
 
 From the command line (exit 0 on PASS, 1 on FAIL, 2 on bad input)::
 
@@ -83,11 +84,11 @@ A suite entry: ``kind = "sensitivity"``, ``target = "my_algo:clipped_gd"`` with
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, fields
 
-from dpverify.checks import CheckSpec, Outcome, RunContext, check_kind
+from dpverify.checks import CheckKind, Options, Outcome, register_kind
 from dpverify.errors import InputError
+from dpverify.experiment import Experiment
 from dpverify.sensitivity.replay import (
     DEFAULT_RTOL,
     InvarianceResult,
@@ -120,47 +121,66 @@ __all__ = [
     "SearchResult", "SensitivityReport", "check_invariance", "check_sensitivity",
     "configure_parser", "differing_records", "hypothesis_search", "ledger_excess",
     "load_data", "measure_pair", "opposed_pair", "probe_hints", "resolve_target",
-    "run_command", "sensitivity_check", "user_target",
+    "run_command", "SensitivityCheck", "SensitivityOptions", "sensitivity_of", "user_target",
 ]
 
-_OPTIONS = {"neighbours", "relation", "search", "max_examples", "trials", "random_pairs",
-            "data", "rtol", "max_abs", "nonfinite", "invariance"}
+@dataclass(frozen=True)
+class SensitivityOptions(Options):
+    """The keyword arguments of :func:`check_sensitivity`, as a suite gives them."""
+
+    neighbours: str | tuple[str, ...] | None = None
+    relation: str = "claim"
+    search: str = "all"
+    max_examples: int = DEFAULT_MAX_EXAMPLES
+    trials: int | None = None
+    random_pairs: int = DEFAULT_RANDOM_PAIRS
+    data: str | None = None
+    rtol: float = DEFAULT_RTOL
+    max_abs: float = DEFAULT_MAX_ABS
+    nonfinite: bool = True
+    invariance: bool = True
+
+    def validate(self) -> None:
+        if self.relation not in RELATION_CHOICES:
+            raise InputError(f"relation must be one of {RELATION_CHOICES}, got "
+                             f"{self.relation!r}")
+        if self.search not in SEARCHES:
+            raise InputError(f"search must be one of {SEARCHES}, got {self.search!r}")
 
 
-def _options(options: Mapping[str, Any], ctx: RunContext) -> dict[str, Any]:
-    # Keys with a leading underscore belong to the suite machinery (scale overrides).
-    out = {k: v for k, v in options.items() if not str(k).startswith("_")}
-    unknown = set(out) - _OPTIONS
-    if unknown:
-        raise InputError(f"unknown sensitivity option(s) {sorted(unknown)}; "
-                         f"known: {sorted(_OPTIONS)}")
-    if isinstance(out.get("neighbours"), str):
-        out["neighbours"] = [out["neighbours"]]
-    if ctx.trials is not None:
-        out["trials"] = ctx.trials
-    return out
-
-
-@check_kind("sensitivity")
-def sensitivity_check(spec: CheckSpec, ctx: RunContext) -> Outcome:
-    """The ``sensitivity`` check kind: :func:`check_sensitivity` on ``spec.target``.
+@register_kind
+class SensitivityCheck(CheckKind):
+    """The ``sensitivity`` check kind: :func:`check_sensitivity` on the experiment's target.
 
     Metrics: ``worst_ratio``, ``declared``, ``true_difference``, ``release``, ``query``,
     ``step``, ``relation``, ``generator`` (of the worst pair) and counts; evidence: the
     ``counterexample`` (records, relation, index, ratio), the worst pair, hints.
+    """
+
+    name = "sensitivity"
+    Options = SensitivityOptions
+
+    def run(self, exp: Experiment, options: SensitivityOptions) -> Outcome:
+        report = sensitivity_of(exp, options)
+        return Outcome(report.verdict, report.metrics(), report.evidence(), report.message)
+
+
+def sensitivity_of(exp: Experiment, options: SensitivityOptions) -> SensitivityReport:
+    """The sensitivity report of a check: ``options`` applied to the experiment.
 
     Examples
     --------
-    >>> spec = CheckSpec("s", "sensitivity", "noisy_gd:planted_mean_noise_on_sum",
-    ...                  params={"T": 3, "n": 50},
-    ...                  options={"search": "canaries", "neighbours": ["clip_boundary"]})
-    >>> out = sensitivity_check(spec, RunContext())
-    >>> out.verdict.value, out.metrics["query"]
+    >>> rep = sensitivity_of(Experiment("noisy_gd:planted_mean_noise_on_sum", {"T": 3, "n": 50}),
+    ...                      SensitivityOptions(search="canaries", neighbours="clip_boundary"))
+    >>> rep.verdict.value, rep.metrics()["query"]
     ('FAIL', 'grad_sum')
     """
-    report = check_sensitivity(spec.target, spec.params, seed=ctx.seed, scale=ctx.scale,
-                               backend=ctx.backend, **_options(spec.options, ctx))
-    return Outcome(report.verdict, report.metrics(), report.evidence(), report.message)
+    kw = {f.name: getattr(options, f.name) for f in fields(options)}
+    if isinstance(kw["neighbours"], str):
+        kw["neighbours"] = [kw["neighbours"]]
+    kw["trials"] = exp.trial_count(options.trials, DEFAULT_TRIALS)
+    return check_sensitivity(exp.spec, exp.overrides, seed=exp.seed, scale=exp.scale.value,
+                             backend=exp.backend, **kw)
 
 
 # Command line --------------------------------------------------------------------------
@@ -180,7 +200,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.description = ("Replay TARGET on neighbouring datasets and compare each release's "
                           "true difference with its declared sensitivity.")
     parser.add_argument("target", help="name[:variant], or module:function of your own "
-                                       "algo(cur, problem, params)")
+                                       "algo(cur, setting, params)")
     parser.add_argument("--neighbours", nargs="+", action="extend", default=None,
                         metavar="SPEC", help=f"canary generators ({', '.join(GENERATORS)}) or "
                                              "module:function returning (D, D_prime); default all")

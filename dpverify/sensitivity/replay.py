@@ -5,7 +5,7 @@ Two measurements on one neighbouring pair (D, D'):
 * :func:`measure_pair` runs the target on a replaying curator
   (:meth:`dpverify.curator.Curator.replay`): every query is evaluated on D and on D' at the
   same state, with the same batch and the same released history, and
-  ``Release.true_difference`` gives ||q(D) - q(D')|| in the declared norm. The worst ratio
+  ``ReplayRecord.true_difference`` gives ||q(D) - q(D')|| in the declared norm. The worst ratio
   true / declared over releases and trials, and where it happened, is the result. A
   non-finite difference, an ``exact`` release that moves, or a run that raises on the pair
   is a violation.
@@ -73,13 +73,13 @@ def ledger_excess(ledger: Ledger, rtol: float = DEFAULT_RTOL) -> LedgerExcess:
     (2.0, 2, 'sum')
     """
     ratios, viol, nonfin, rels = [], [], [], []
-    for r in ledger:
-        td = r.true_difference
+    for rec in ledger.records:
+        td, r = rec.true_difference, rec.release
         if td is None:
             continue
         declared = float(r.sensitivity) if r.sensitivity is not None else 0.0
         with np.errstate(invalid="ignore", over="ignore"):
-            mag = np.maximum(_finite_norm(r.value_D), _finite_norm(r.value_D_prime))
+            mag = np.maximum(_finite_norm(rec.value_D), _finite_norm(rec.value_D_prime))
             bad = ~np.isfinite(td)
             allowed = declared * (1.0 + rtol) + rtol * mag
             over = bad | (td > allowed)
@@ -90,7 +90,7 @@ def ledger_excess(ledger: Ledger, rtol: float = DEFAULT_RTOL) -> LedgerExcess:
         ratios.append(ratio)
         viol.append(over)
         nonfin.append(bad)
-        rels.append(r)
+        rels.append(rec)
     if not rels:
         return LedgerExcess(0.0, None, 0.0, None, None, None, None, 0, 0, 0)
     R = np.stack(ratios)  # (releases, trials)
@@ -98,11 +98,12 @@ def ledger_excess(ledger: Ledger, rtol: float = DEFAULT_RTOL) -> LedgerExcess:
     # The worst cell: a violating one first, then the largest ratio, then the earliest.
     key = np.where(V, 1.0, 0.0) * 2.0 + np.where(R > 0, 1.0 - 1.0 / (1.0 + R), 0.0)
     i, k = np.unravel_index(int(np.argmax(key)), R.shape)
-    r = rels[i]
+    rec = rels[i]
+    r = rec.release
     return LedgerExcess(
         worst_ratio=float(R[i, k]),
         declared=None if r.sensitivity is None else float(r.sensitivity),
-        true_difference=float(r.true_difference[k]),
+        true_difference=float(rec.true_difference[k]),
         release=int(r.index), query=r.name, step=r.step, trial=int(k),
         violations=int(V.sum()), nonfinite=int(np.stack(nonfin).sum()), cells=int(V.size),
         release_info=r.summary(),
@@ -157,11 +158,15 @@ class PairResult:
     error: str | None = None
     release_info: dict[str, Any] = field(default_factory=dict, repr=False)
     pair: NeighbourPair | None = field(default=None, repr=False, compare=False)
+    # Fields of the public setting that came out different on D and D': data the variant
+    # used before it ran, outside every release (declared sensitivity 0, moved).
+    setting_differences: list[str] = field(default_factory=list)
 
     @property
     def violated(self) -> bool:
-        """Whether some release moved more than it declared (or the run failed on the pair)."""
-        return self.violations > 0 or self.error is not None
+        """Whether some release moved more than it declared, the public setting differs
+        between D and D', or the run failed on the pair."""
+        return self.violations > 0 or self.error is not None or bool(self.setting_differences)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (without the datasets)."""
@@ -174,6 +179,9 @@ class PairResult:
         """One line: where and by how much."""
         if self.error is not None:
             return f"{self.generator} ({self.relation}): the run raised {self.error}"
+        if self.setting_differences:
+            return (f"{self.generator} ({self.relation}, index {self.index}): the public "
+                    f"setting differs between D and D' in {', '.join(self.setting_differences)}")
         where = (f"release {self.release} {self.query!r}"
                  + (f" step {self.step}" if self.step is not None else ""))
         declared = "exact" if self.declared is None else f"{self.declared:.4g}"
@@ -223,6 +231,13 @@ def measure_pair(
                           release=None, query=None, step=None, trial=None, violations=0,
                           nonfinite=0, cells=0, releases=0, error=f"{type(e).__name__}: {e}")
     ex = ledger_excess(cur.ledger, rtol)
+    if cur.setting_differences:
+        return PairResult(
+            **base, worst_ratio=np.inf, declared=0.0, true_difference=np.inf, release=None,
+            query="setting: " + ", ".join(cur.setting_differences), step=None, trial=None,
+            violations=ex.violations, nonfinite=ex.nonfinite, cells=ex.cells,
+            releases=len(cur.ledger), release_info=ex.release_info,
+            setting_differences=list(cur.setting_differences))
     return PairResult(
         **base, worst_ratio=ex.worst_ratio, declared=ex.declared,
         true_difference=ex.true_difference, release=ex.release, query=ex.query, step=ex.step,
@@ -351,9 +366,10 @@ def check_invariance(
                                          n_public=n_pub)
             if forced is not None:
                 cur.forced = runs[0][1].answers
-            prob = dataclasses.replace(problem, data=world.D)
+            # Each world's setting is built from its own records, as a run on it would be.
+            setting = target.setting(problem, params, world.D)
             with np.errstate(all="ignore"):
-                out = target.variant.run(cur, prob, params)
+                out = target.variant.run(cur, setting, params)
             runs.append((out, cur))
     except Exception as e:  # noqa: BLE001  (a run that fails in one world is a finding)
         return InvarianceResult(gen, pair.relation, [], f"{type(e).__name__}: {e}")

@@ -394,7 +394,7 @@ def check_sensitivity(
     ----------
     target
         A registered ``name[:variant]``, a user's ``module:function`` (a ``.py`` path works
-        too) or a callable ``algo(cur, problem, params) -> output``.
+        too) or a callable ``algo(cur, setting, params) -> output``.
     params
         Parameter overrides. A user's algorithm receives them merged with ``n``, ``d``
         (the size of the synthetic data), ``relation``, ``epsilon`` and ``delta``.
@@ -591,7 +591,12 @@ def probe_hints(world: _World, violated: Sequence[PairResult], *, trials: int,
     if errors:
         hints.append(f"the run raised on the {errors[0].generator} pair ({errors[0].error}): "
                      "a failure that depends on one record is itself observable")
-    measured = [p for p in violated if p.error is None]
+    derived = [p for p in violated if p.setting_differences]
+    if derived:
+        hints.append(f"the public setting is computed from the records "
+                     f"({', '.join(derived[0].setting_differences)} differ between D and D'): "
+                     "declare a data-independent bound, or obtain the value through a release")
+    measured = [p for p in violated if p.error is None and not p.setting_differences]
     nonfin = [p for p in measured if p.nonfinite > 0]
     if nonfin:
         p = nonfin[0]
@@ -649,18 +654,18 @@ def _count_probe(world: _World, *, trials: int, backend: str) -> list[str]:
                                 rng=world.trial_seed, pair=pair, backend=backend)
     except Exception:  # noqa: BLE001  (a probe that cannot run gives no hint)
         return []
-    for r in cur.ledger:
-        td = r.true_difference
+    for rec in cur.ledger.records:
+        td, r = rec.true_difference, rec.release
         if td is None or not np.all(np.isfinite(td)):
             continue
-        a = np.linalg.norm(r.value_D, axis=1)
-        b = np.linalg.norm(r.value_D_prime, axis=1)
+        a = np.linalg.norm(rec.value_D, axis=1)
+        b = np.linalg.norm(rec.value_D_prime, axis=1)
         scale = np.maximum(np.maximum(a, b), 1e-300)
         # A zero record adds exact zeros to a sum: anything above rounding is a real move.
         moved = td > 1e-9 * scale
         if not np.any(moved):
             continue
-        cos = np.sum(r.value_D * r.value_D_prime, axis=1) / np.maximum(a * b, 1e-300)
+        cos = np.sum(rec.value_D * rec.value_D_prime, axis=1) / np.maximum(a * b, 1e-300)
         with np.errstate(divide="ignore", invalid="ignore"):
             k = a / (b - a)  # answers S/(k+1) on D and S/k on D' give exactly k
         if np.all(cos[moved] > 1 - 1e-9) and np.all(k[moved] > 0.5):

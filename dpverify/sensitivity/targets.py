@@ -1,6 +1,6 @@
 """What the sensitivity checker runs: a registered variant or a user's curator algorithm.
 
-A user's algorithm is a function ``algo(cur, problem, params) -> output`` written against
+A user's algorithm is a function ``algo(cur, setting, params) -> output`` written against
 the curator, named ``module:function`` (the module may be a ``.py`` path) or passed as a
 Python callable. It is wrapped into a one-variant :class:`~dpverify.registry.Algorithm` so
 that it runs through :func:`dpverify.execution.run_target` like any registered variant.
@@ -71,13 +71,13 @@ def _user_claim(p: Mapping[str, Any]) -> PrivacyClaim:
 
 def user_target(fn: Callable[..., Any], name: str, params: Mapping[str, Any] | None = None,
                 data: Dataset | None = None) -> Target:
-    """Wrap ``fn(cur, problem, params)`` as a target with a one-variant algorithm.
+    """Wrap ``fn(cur, setting, params)`` as a target with a one-variant algorithm.
 
     Every key of ``params`` becomes a default, so a user's own parameters are accepted.
 
     Examples
     --------
-    >>> t = user_target(lambda cur, problem, p: None, "demo", {"clip": 2.0})
+    >>> t = user_target(lambda cur, setting, p: None, "demo", {"clip": 2.0})
     >>> t.id, t.algorithm.params("user")["clip"]
     ('demo:user', 2.0)
     """
@@ -100,11 +100,14 @@ def user_target(fn: Callable[..., Any], name: str, params: Mapping[str, Any] | N
     return Target(algo, variant)
 
 
-def resolve_target(target: str | Callable[..., Any], params: Mapping[str, Any] | None = None,
+def resolve_target(target: str | Callable[..., Any] | Target,
+                   params: Mapping[str, Any] | None = None,
                    data: Dataset | None = None) -> tuple[Target, bool]:
-    """A registered ``name[:variant]``, or a user's ``module:function`` or callable.
+    """A registered ``name[:variant]``, a :class:`Target`, or a user's ``module:function``
+    or callable.
 
-    Returns the target and whether it is a user's algorithm.
+    Returns the target and whether it is a user's algorithm (a :class:`Target` given
+    directly counts as registered: it carries its own problem and parameters).
 
     Examples
     --------
@@ -113,6 +116,8 @@ def resolve_target(target: str | Callable[..., Any], params: Mapping[str, Any] |
     >>> resolve_target("math:hypot")[1]
     True
     """
+    if isinstance(target, Target):
+        return target, False
     if callable(target):
         name = f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', '?')}"
         return user_target(target, name, params, data), True

@@ -1,0 +1,252 @@
+"""The conformance battery: generated checks, derived expectations, the door by type.
+
+The out-of-tree test writes a tiny package beside a ``.dist-info`` folder declaring the
+``dpverify.algorithms`` entry point, puts it on the path of a fresh interpreter, and checks it
+with ``dpverify check`` and with ``parametrize_with_checks``: no test is written for its
+algorithms, and the battery finds the bug planted in one of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpverify import registry
+from dpverify.checks import CheckSpec
+from dpverify.claims import Finding, PrivacyClaim, Verdict
+from dpverify.cli import main as cli_main
+from dpverify.conformance import (
+    battery_specs,
+    check_targets,
+    expected_verdict,
+    parametrize_with_checks,
+    resolve_check_targets,
+)
+from dpverify.errors import InputError
+from dpverify.registry import Algorithm, Battery, CheckConfig, Target, Variant, resolve
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_expectations_are_derived_from_the_findings():
+    t = resolve("noisy_gd:planted_no_clip")  # detected_by sensitivity and audit
+    got = {s.id.split(".", 2)[2]: s.expected for s in battery_specs(t)}
+    assert got["sensitivity"] is got["audit.whitebox"] is got["audit.blackbox"] is Verdict.FAIL
+    assert got["account"] is got["outputs"] is got["setting"] is Verdict.PASS
+    assert expected_verdict(resolve("noisy_gd:sound"), "audit.whitebox") is Verdict.PASS
+
+
+def test_an_override_needs_its_reason_and_unknown_checks_are_refused():
+    with pytest.raises(ValueError, match="needs a reason"):
+        CheckConfig(expected="PASS")
+    base = resolve("noisy_gd:planted_no_clip")
+    cfg = CheckConfig(expected="PASS", reason="the leak is in the transcript only")
+    v = dataclasses.replace(base.variant, battery=Battery(checks={"audit.blackbox": cfg}))
+    spec = next(s for s in battery_specs(Target(base.algorithm, v))
+                if s.id.endswith("audit.blackbox"))
+    assert spec.expected is Verdict.PASS and spec.reason == cfg.reason
+    v = dataclasses.replace(base.variant, battery=Battery(checks={"audti": CheckConfig()}))
+    with pytest.raises(InputError, match="unknown battery check"):
+        battery_specs(Target(base.algorithm, v))
+    with pytest.raises(InputError, match="unknown battery check"):
+        battery_specs(base, ["acount"])
+
+
+def test_targets_resolve_by_variant_algorithm_and_package():
+    ids = [t.id for t in resolve_check_targets(["baselines"])]
+    assert "noisy_gd:sound" in ids and "dp_sgd:planted_no_clip" in ids
+    assert [t.id for t in resolve_check_targets(["noisy_gd:sound"])] == ["noisy_gd:sound"]
+    assert len(resolve_check_targets(None)) == sum(len(a.variants)
+                                                   for a in registry.all_algorithms())
+    with pytest.raises(InputError, match="neither a registered algorithm nor a package"):
+        resolve_check_targets(["no_such_thing"])
+
+
+def test_the_private_schedule_is_caught_by_the_setting_check_naming_the_field(capsys):
+    """Judged against its claim alone (--expect-pass, as a user's algorithm that declares no
+    findings is), the planted variant exits 1 and the message names both fields; judged
+    against its declared finding, the FAIL is the expectation, met."""
+    argv = ["check", "dp_rgda:planted_private_schedule", "--check", "setting", "--quiet"]
+    assert cli_main([*argv, "--expect-pass"]) == 1
+    out = capsys.readouterr().out
+    assert "constants.F0" in out and "constants.minimax_setting.F0" in out
+    assert cli_main(argv) == 0
+    assert cli_main(["check", "dp_rgda:sound", "--check", "setting", "--quiet"]) == 0
+
+
+# Trial separability ----------------------------------------------------------------------
+
+
+def _shared_noise_run(cur, setting, params):
+    """Each trial's answer pulled towards the block's mean answer: trials are not runs."""
+    g = cur.gaussian("sum", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=1.0)
+    return g + 0.1 * g.mean(axis=0, keepdims=True)
+
+
+def _separate_run(cur, setting, params):
+    return cur.gaussian("sum", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=1.0)
+
+
+def _tiny_target(run) -> Target:
+    from algorithms.mechanisms import make_sum_problem
+
+    v = Variant("sound", "sound", run,
+                lambda p: PrivacyClaim(epsilon=float(p["epsilon"]), delta=1e-5))
+    a = Algorithm("tiny", "test", "test", make_sum_problem,
+                  {"n": 20, "d": 2, "clip": 1.0, "epsilon": 5.0}, {"sound": v})
+    return Target(a, v)
+
+
+@pytest.mark.parametrize(("run", "expected"), [(_shared_noise_run, Verdict.FAIL),
+                                               (_separate_run, Verdict.PASS)])
+def test_determinism_sees_trials_that_share_state(run, expected):
+    outcome, _ = run_check_on(CheckSpec("d", "determinism", "tiny:sound"), _tiny_target(run))
+    assert outcome.verdict is expected, outcome.message
+    if expected is Verdict.FAIL:
+        assert "trials are not independent runs" in outcome.message
+
+
+def run_check_on(spec: CheckSpec, target: Target):
+    from dpverify.checks import get_kind
+    from dpverify.experiment import Experiment
+
+    kind = get_kind(spec.kind)
+    return kind.run(Experiment(target, spec.params), kind.options(spec.options)), spec
+
+
+def test_determinism_result_object():
+    outcome, _ = run_check_on(CheckSpec("d", "determinism", "x"), _tiny_target(_separate_run))
+    assert outcome.metrics["separable"] and outcome.metrics["reordered_identical"]
+
+
+# pytest and an out-of-tree package --------------------------------------------------------
+
+
+@parametrize_with_checks(["gaussian_mechanism:planted_half_noise"],
+                         names=["outputs", "setting", "account"])
+def test_the_pytest_helper_runs_each_check(check):
+    res = check()
+    assert res.met
+
+
+TINY_PACKAGE = '''
+    """A user's own package: two variants of a Gaussian mechanism, one with a planted bug."""
+    import numpy as np
+
+    from dpverify.accounting import calibrate_gaussian
+    from dpverify.claims import Finding, PrivacyClaim
+    from dpverify.data import Dataset
+    from dpverify.registry import Algorithm, Battery, Problem, Variant
+
+
+    def make_problem(params, rng):
+        X = rng.uniform(-1, 1, size=(int(params["n"]), 2))
+        return Problem(data=Dataset(X, np.zeros(len(X))), public={"clip": 1.0})
+
+
+    def run(factor):
+        def go(cur, setting, p):
+            sigma = calibrate_gaussian(target_epsilon=float(p["epsilon"]),
+                                       target_delta=float(p["delta"]), steps=1)
+            clip = float(setting["clip"])
+
+            def query(X, y, w):
+                nrm = cur.xp.linalg.vector_norm(X, axis=1)
+                return w @ (X * cur.xp.where(nrm > clip, clip / nrm, 1.0)[:, None])
+
+            return cur.gaussian("sum", query, sensitivity=clip, noise_std=factor * sigma * clip)
+        return go
+
+
+    def claim(p):
+        return PrivacyClaim(epsilon=float(p["epsilon"]), delta=float(p["delta"]))
+
+
+    ALGORITHMS = [Algorithm(
+        "tinydp_sum", "a user's package", "clipped sum plus Gaussian noise", make_problem,
+        {"n": 30, "epsilon": 1.0, "delta": 1e-5},
+        {"sound": Variant("sound", "sound", run(1.0), claim),
+         "half_noise": Variant("half_noise", "planted", run(0.5), claim, findings=(
+             Finding("half the calibrated noise", detected_by=("account", "audit")),))},
+        battery=Battery({"n": 30}, {"audit.blackbox": __import__("dpverify.registry").registry
+                                    .CheckConfig(options={"trials": 40000})}),
+    )]
+'''
+
+TINY_TEST = '''
+    from dpverify.conformance import parametrize_with_checks
+
+
+    @parametrize_with_checks(["tinydp"], names=["outputs", "setting", "account",
+                                                "audit.whitebox", "audit.blackbox"])
+    def test_tinydp(check):
+        check()
+'''
+
+
+@pytest.fixture(scope="module")
+def tiny_package(tmp_path_factory) -> Path:
+    """A package ``tinydp`` and a ``.dist-info`` registering it, on a folder of its own."""
+    root = tmp_path_factory.mktemp("site")
+    (root / "tinydp").mkdir()
+    (root / "tinydp" / "__init__.py").write_text(textwrap.dedent(TINY_PACKAGE))
+    info = root / "tinydp-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tinydp\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[dpverify.algorithms]\ntinydp = tinydp:ALGORITHMS\n")
+    (root / "test_tinydp.py").write_text(textwrap.dedent(TINY_TEST))
+    return root
+
+
+def _run(args: list[str], site: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    return subprocess.run([sys.executable, *args], cwd=site, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_an_out_of_tree_package_is_checked_with_no_test_of_its_own(tiny_package):
+    """``dpverify check tinydp`` finds the package through its entry point, passes the sound
+    variant and catches the planted one where its finding says (account and both audits)."""
+    res = _run(["-m", "dpverify.cli", "check", "tinydp", "--quiet", "--check", "outputs",
+                "--check", "account", "--check", "audit.whitebox", "--json", "out.json"],
+               tiny_package)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "6/6 battery checks met their expectation" in res.stdout
+    import json
+
+    rep = json.loads((tiny_package / "out.json").read_text())
+    verdicts = {c["id"]: c["verdict"] for c in rep["checks"]}
+    assert verdicts["tinydp_sum.half_noise.account"] == "FAIL"
+    assert verdicts["tinydp_sum.half_noise.audit.whitebox"] == "FAIL"
+    assert verdicts["tinydp_sum.sound.audit.whitebox"] == "PASS"
+
+
+@pytest.mark.slow
+def test_an_out_of_tree_package_is_checked_by_pytest(tiny_package):
+    res = _run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_tinydp.py"],
+               tiny_package)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "10 passed" in res.stdout
+
+
+def test_a_misspelt_target_is_exit_2(capsys):
+    assert cli_main(["check", "no_such_algorithm"]) == 2
+    assert "neither a registered algorithm nor a package" in capsys.readouterr().out
+
+
+def test_every_registered_variant_has_a_battery():
+    """Generating the battery never fails: every declared configuration names a real check,
+    and every check id is unique."""
+    specs = check_targets(None)
+    assert len({s.id for s in specs}) == len(specs)
+    assert all(isinstance(s.expected, Verdict) for s in specs)
+    assert np.all([s.source.startswith("the battery of") for s in specs])
+    assert Finding  # the findings drive them (see test_expectations_are_derived...)
