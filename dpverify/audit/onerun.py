@@ -24,6 +24,7 @@ every iterate).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -201,6 +202,14 @@ def one_run_power(m: int, guesses: Sequence[int] | None, *, alpha: float, delta:
     >>> p.method, p.epsilon > 2.0
     ('steinke', True)
     """
+    return _one_run_power(int(m), None if guesses is None else tuple(int(g) for g in guesses),
+                          float(alpha), float(delta), float(epsilon), float(probability),
+                          int(replicates))
+
+
+@functools.lru_cache(maxsize=64)
+def _one_run_power(m: int, guesses: tuple[int, ...] | None, alpha: float, delta: float,
+                   epsilon: float, probability: float, replicates: int) -> Power:
     rs = _guess_counts(m, guesses)
     a = alpha / len(rs)
     need = np.array([_correct_needed(m, r, epsilon, delta, a) for r in rs])

@@ -22,6 +22,7 @@ here, the betting e-process in :mod:`dpverify.audit.betting`, the one-run audit 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -366,6 +367,16 @@ def threshold_test_power(
     >>> q.epsilon > p.epsilon  # a threshold chosen on 4000 runs is a weaker test
     True
     """
+    sel = None if selection is None else (int(selection[0]), int(selection[1]))
+    return _threshold_test_power(int(n_pos), int(n_neg), float(alpha), float(delta),
+                                 float(epsilon), method, float(probability), sel)
+
+
+@functools.lru_cache(maxsize=256)
+def _threshold_test_power(n_pos: int, n_neg: int, alpha: float, delta: float, epsilon: float,
+                          method: str, probability: float,
+                          selection: tuple[int, int] | None) -> Power:
+    # Cached: repeated audits of one design (self-tests over seeds) share their power.
     ref = reference_for(delta)
     test = CountTest(n_pos, n_neg, alpha=alpha, delta=delta, epsilon=epsilon, method=method)
     if method == "gdp" and delta <= 0:

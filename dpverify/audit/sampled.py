@@ -320,6 +320,14 @@ def parametric_power(family: Family, n: int, *, alpha: float, delta: float,
     >>> p.reference, 4.377 < p.epsilon < 5.0
     ('family', True)
     """
+    return _parametric_power(family.key(), int(n), float(alpha), float(delta), float(epsilon),
+                             float(probability))
+
+
+@functools.lru_cache(maxsize=64)
+def _parametric_power(key: tuple[tuple[float, float, int], ...], n: int, alpha: float,
+                      delta: float, epsilon: float, probability: float) -> Power:
+    family = Family(*(np.array(col) for col in zip(*key, strict=True)))
     k_c = kappa_for_epsilon(family, epsilon, delta)
     z = float(sstats.norm.isf(alpha / 2.0))
     e_c, se_c = _model(family, k_c, n)
