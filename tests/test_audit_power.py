@@ -17,6 +17,7 @@ from dpverify.audit.power import (
     detectable_gdp_mean,
     detectable_gdp_variance,
     gdp_mu_for_epsilon,
+    sorted_thresholds,
     threshold_test_power,
 )
 from dpverify.audit.result import AuditResult
@@ -46,7 +47,7 @@ def test_selection_is_the_audits_own() -> None:
     sel = SelectedTest(GAUSSIAN, test, (2000, 2000), replicates=3)
     for zp, zn in zip(sel.z_pos, sel.z_neg, strict=True):
         pos, neg = GAUSSIAN.scores(0.7, zp, zn)
-        th = stats.candidate_thresholds(pos, neg)
+        th = sorted_thresholds(pos, neg)
         ant = stats.anticipated_bounds(pos, neg, th, n_pos_test=7000, n_neg_test=7000,
                                        delta=1e-5, alpha=0.05, method="cp")
         assert sel.choose(pos, neg) == th[int(np.argmax(ant))]

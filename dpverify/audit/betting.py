@@ -417,7 +417,7 @@ class Simulation:
         parts = []
         # The score and its reverse, as the audit offers both (sorted: negate and flip).
         for ci, (p, n) in enumerate(((pos, neg), (-pos[::-1], -neg[::-1]))):
-            th = _sorted_thresholds(p, n)
+            th = power_mod.sorted_thresholds(p, n)
             parts.append((np.full(th.size, ci), th,
                           _upper(stats.tail_counts(n, th), n.size, BET_LEVEL),
                           _upper(p.size - stats.tail_counts(p, th), p.size, BET_LEVEL)))
@@ -432,14 +432,3 @@ class Simulation:
         if bet.orientation == 1:
             a, b = b, a
         return rng.multinomial(chunk, cell_probabilities(a, b)), bet.stake
-
-
-def _sorted_thresholds(pos: np.ndarray, neg: np.ndarray, per_tail: int = 120) -> np.ndarray:
-    """Pooled score values at ranks dense in both tails (scores sorted), as the audit's
-    candidate thresholds are (:func:`~dpverify.audit.stats.candidate_thresholds`)."""
-    pooled = np.sort(np.concatenate([pos, neg]), kind="stable")  # two sorted runs: a merge
-    n = pooled.size
-    ranks = np.unique(np.geomspace(1, n / 2, per_tail).astype(int))
-    idx = np.unique(np.concatenate([ranks - 1, n - ranks, np.linspace(0, n - 1, 101)
-                                    .astype(int)]))
-    return pooled[idx]

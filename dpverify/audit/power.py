@@ -191,6 +191,28 @@ def smallest_detected(power: Callable[[float], float], probability: float,
     return hi
 
 
+def _support(n: int, p: float) -> np.ndarray:
+    """Counts holding all but a negligible mass of Binom(n, p) (14 sd and 40 either side)."""
+    m, sd = n * p, math.sqrt(n * p * (1.0 - p))
+    lo, hi = max(0, math.floor(m - 14.0 * sd - 40)), min(n, math.ceil(m + 14.0 * sd + 40))
+    return np.arange(lo, hi + 1)
+
+
+def _binom_pmf(k: np.ndarray, n: int, p: float) -> np.ndarray:
+    """Binom(n, p) probabilities of the counts ``k``, in logs (scipy's frozen-distribution
+    overhead is most of the cost at these sizes).
+
+    Examples
+    --------
+    >>> bool(np.allclose(_binom_pmf(np.arange(6), 5, 0.3), sstats.binom.pmf(np.arange(6), 5, 0.3)))
+    True
+    """
+    if p <= 0.0 or p >= 1.0:
+        return (k == (0 if p <= 0.0 else n)).astype(float)
+    logc = special.gammaln(n + 1.0) - special.gammaln(k + 1.0) - special.gammaln(n - k + 1.0)
+    return np.exp(logc + k * math.log(p) + (n - k) * math.log1p(-p))
+
+
 # Threshold tests bounded by Clopper-Pearson (the cp and gdp bounds of stats) -----------
 
 
@@ -252,12 +274,11 @@ class CountTest:
 
     def power(self, fpr: float, fnr: float) -> float:
         """P[the test rejects the claim] when its true rates are (fpr, fnr)."""
-        lo = int(sstats.binom.ppf(_TAIL, self.n_pos, fnr))
-        hi = int(sstats.binom.isf(_TAIL, self.n_pos, fnr))
-        fn = np.arange(max(lo, 0), min(hi, self.n_pos) + 1)
+        n = self.n_pos
+        fn = _support(n, fnr)
         k = self.cut(fn)
         below = np.where(k > 0, special.bdtr(np.maximum(k - 1, 0), self.n_neg, fpr), 0.0)
-        return float(np.sum(sstats.binom.pmf(fn, self.n_pos, fnr) * below))
+        return float(np.clip(np.sum(_binom_pmf(fn, n, fnr) * below), 0.0, 1.0))
 
     def proxy(self, fpr: np.ndarray, fnr: np.ndarray) -> np.ndarray:
         """The bound at the expected counts, relative to the claim (ranks thresholds)."""
@@ -274,11 +295,31 @@ class CountTest:
         return max(self.power(float(fpr[j]), float(fnr[j])) for j in top)
 
 
+def sorted_thresholds(pos: np.ndarray, neg: np.ndarray, per_tail: int = 120) -> np.ndarray:
+    """Pooled score values at ranks dense in both tails and even in the middle, from
+    sorted scores (as :func:`~dpverify.audit.stats.candidate_thresholds` places the
+    audit's, in one merge instead of a partition per level).
+
+    Examples
+    --------
+    >>> t = sorted_thresholds(np.arange(0.0, 100.0, 2.0), np.arange(1.0, 100.0, 2.0))
+    >>> float(t.min()), float(t.max()), bool(np.all(np.diff(t) > 0))
+    (0.0, 99.0, True)
+    """
+    pooled = np.sort(np.concatenate([pos, neg]), kind="stable")  # two sorted runs: a merge
+    n = pooled.size
+    ranks = np.unique(np.geomspace(1, max(n / 2, 1), per_tail).astype(int))
+    idx = np.unique(np.concatenate([ranks - 1, n - ranks,
+                                    np.linspace(0, n - 1, 101).astype(int)]))
+    return np.unique(pooled[idx])
+
+
 class SelectedTest:
     """The threshold a selection split picks for the reference, then the exact test power.
 
     The audits choose the threshold on a selection split by the bound it anticipates
-    (:func:`~dpverify.audit.stats.anticipated_bounds`); with few selection runs the choice
+    (:func:`~dpverify.audit.stats.anticipated_bounds`, among thresholds placed as
+    :func:`sorted_thresholds` places them); with few selection runs the choice
     is noisy and the test weaker than the best-placed one. Here the same selection runs on
     ``replicates`` simulated selection splits of the reference's likelihood-ratio score
     (common random numbers across the family's parameter), and the chance of a FAIL is
@@ -316,7 +357,7 @@ class SelectedTest:
 
     def choose(self, pos: np.ndarray, neg: np.ndarray) -> float:
         """The threshold the audit's selection picks on sorted scores ``pos``, ``neg``."""
-        th = stats.candidate_thresholds(pos, neg)
+        th = sorted_thresholds(pos, neg)
         fpr = self.fpr_of[stats.tail_counts(neg, th)]
         fnr = self.fnr_of[pos.size - stats.tail_counts(pos, th)]
         if self.test.method == "cp":
@@ -367,9 +408,25 @@ def threshold_test_power(
     >>> q.epsilon > p.epsilon  # a threshold chosen on 4000 runs is a weaker test
     True
     """
-    sel = None if selection is None else (int(selection[0]), int(selection[1]))
-    return _threshold_test_power(int(n_pos), int(n_neg), float(alpha), float(delta),
-                                 float(epsilon), method, float(probability), sel)
+    # Sizes rounded down to a geometric grid (steps of 2^(1/8), 9%): a smaller test is a
+    # weaker one, so the figure can only err upward, and audits of one design share it.
+    sel = None if selection is None else (_floor_grid(selection[0]), _floor_grid(selection[1]))
+    return _threshold_test_power(_floor_grid(n_pos), _floor_grid(n_neg), float(alpha),
+                                 float(delta), float(epsilon), method, float(probability), sel)
+
+
+def _floor_grid(n: int) -> int:
+    """``n`` rounded down to the grid 2^(k/8) (integers below 16 kept).
+
+    Examples
+    --------
+    >>> _floor_grid(14000), _floor_grid(350), _floor_grid(7)
+    (13777, 331, 7)
+    """
+    n = int(n)
+    if n < 16:
+        return max(n, 1)
+    return int(2.0 ** (math.floor(8.0 * math.log2(n) + 1e-9) / 8.0))
 
 
 @functools.lru_cache(maxsize=256)
