@@ -311,11 +311,12 @@ def audit_onerun(
                     scale=scale, relation=relation, backend=backend)
     resolve_neighbours(setup, AUTO_NEIGHBOURS)  # the worst-case instance (linear loss)
     setup.notes[:0] = notes
+    strict = scores == "releases"
     if scores == "auto":
         scores = "releases" if setup.registered else "output"
     base, (Xc, yc), included, norm = _canary_game(setup, m, canary_norm, seed)
     data = Dataset(np.vstack([base.X, Xc[included]]), np.concatenate([base.y, yc[included]]))
-    sc, eps_acc, acc_note = _scores(setup, data, (Xc, yc), scores, seed)
+    sc, eps_acc, acc_note, scores = _scores(setup, data, (Xc, yc), scores, seed, strict)
     res = one_run_bound(sc, included, delta=setup.delta, alpha=alpha, guesses=guesses)
     details = {
         "canaries": m, "included": int(included.sum()), "guesses": res["r"],
@@ -352,8 +353,10 @@ def _canary_game(setup: Any, m: int, canary_norm: float | None, seed: int
 
 
 def _scores(setup: Any, data: Dataset, canaries: tuple[np.ndarray, np.ndarray], scores: str,
-            seed: int) -> tuple[np.ndarray, float | None, str]:
-    """Each canary's score from one run on ``data``, and the run's accountant epsilon."""
+            seed: int, strict: bool = True) -> tuple[np.ndarray, float | None, str, str]:
+    """Each canary's score from one run on ``data``, the run's accountant epsilon, and
+    what was scored (releases that do not all have d entries give way to the output,
+    unless they were asked for)."""
     Xc, yc = canaries
     d = data.d
     run_seed = seed_streams(seed, SEED_SAMPLES + 1)[SEED_SAMPLES]
@@ -372,13 +375,14 @@ def _scores(setup: Any, data: Dataset, canaries: tuple[np.ndarray, np.ndarray], 
             acc_note = str(e)
         if scores == "releases":
             answers = [r.answer for r in cur.ledger.records if r.answer is not None]
-            if not answers or any(a.shape[1] != d for a in answers):
+            if answers and all(a.shape[1] == d for a in answers):
+                total = np.sum([a[0] for a in answers], axis=0)
+                # A released gradient sum moves against each included record's direction.
+                return -yc * (Xc @ total), eps_acc, acc_note, "releases"
+            if strict:
                 raise InputError(f"scores='releases' needs answers with d={d} entries; "
                                  f"{setup.name} released shapes "
                                  f"{sorted({tuple(r.shape) for r in cur.ledger})}")
-            total = np.sum([a[0] for a in answers], axis=0)
-            # A released gradient sum moves against each included record's direction y x.
-            return -yc * (Xc @ total), eps_acc, acc_note
     else:
         assert setup.fn is not None
         out = np.asarray(call_user(setup.fn, setup.name, data,
@@ -392,4 +396,4 @@ def _scores(setup: Any, data: Dataset, canaries: tuple[np.ndarray, np.ndarray], 
     if out.shape[1] != d:
         raise InputError(f"a one-run audit scores canaries by <output, x_i>: the output "
                          f"must have the data dimension d={d}, got {out.shape[1]} entries")
-    return yc * (Xc @ out[0]), eps_acc, acc_note
+    return yc * (Xc @ out[0]), eps_acc, acc_note, "output"
