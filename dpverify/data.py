@@ -291,8 +291,8 @@ def canary_worst_case(
     every theta) clipped to ``clip``, it moves every release by exactly the declared
     sensitivity: the worst case of the accountant's analysis, the Dirac canary gradient of
     white-box audits (Nasr et al. 2023, "Tight auditing of DP ML"). Under replace-one the
-    other world holds the opposite record, so the difference is twice that, as the
-    sensitivity 2 clip says.
+    record of largest norm is replaced by its antipode at that norm, label kept, so the
+    difference reaches twice that (the declared 2 clip) where the record is at the clip.
 
     Examples
     --------
@@ -301,14 +301,15 @@ def canary_worst_case(
     >>> p.relation, round(float(np.linalg.norm(p.D.X[0])), 12), p.D.n - p.D_prime.n
     ('add_remove', 1.0, 1)
     """
-    x = min(float(clip), 1.0) * least_used_direction(D, rng) if clip else \
-        least_used_direction(D, rng)
-    y = -1.0 if np.mean(D.y) >= 0 else 1.0
+    scale = min(float(clip), 1.0) if clip else 1.0
     check_relation(relation)
     if relation == "replace_one":
-        return NeighbourPair(D.replaced(0, x, y), D.replaced(0, -x, y), "replace_one", 0,
-                             "worst_case")
-    return _make_pair(D, x, y, relation, "worst_case")
+        i = int(np.argmax(np.linalg.norm(D.X, axis=1)))
+        nrm = float(np.linalg.norm(D.X[i]))
+        x = -scale * D.X[i] / nrm if nrm > 0 else scale * least_used_direction(D, rng)
+        return NeighbourPair.replace_one(D, i, x, float(D.y[i]), "worst_case")
+    y = -1.0 if np.mean(D.y) >= 0 else 1.0
+    return _make_pair(D, scale * least_used_direction(D, rng), y, relation, "worst_case")
 
 
 def random_pair(

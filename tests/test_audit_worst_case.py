@@ -34,7 +34,9 @@ def test_worst_case_canary_sits_at_the_clip_where_the_data_are_not() -> None:
     far = canary_worst_case(D, rng, clip=3.0).D.X[0]
     assert np.linalg.norm(far) == pytest.approx(1.0)  # records stay in the unit ball
     r = canary_worst_case(D, rng, "replace_one", clip=1.0)
-    assert np.allclose(r.D.X[0], -r.D_prime.X[0]) and r.relation == "replace_one"
+    i = r.index
+    assert r.relation == "replace_one" and np.array_equal(r.D.X, D.X)
+    assert np.allclose(r.D_prime.X[i], -D.X[i] / np.linalg.norm(D.X[i]))
     assert "worst_case" in PAIR_GENERATORS
 
 
