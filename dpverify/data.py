@@ -260,6 +260,58 @@ def canary_nonfinite(
     return _make_pair(D, x, 1.0, relation, "nonfinite")
 
 
+def least_used_direction(D: Dataset, rng: np.random.Generator) -> np.ndarray:
+    """A unit vector the data span least: orthogonal to them when n < d, else the right
+    singular vector of X with the smallest singular value (the direction of ClipBKD,
+    Jagielski, Ullman, Oprea 2020).
+
+    Examples
+    --------
+    >>> X = np.array([[1.0, 0.0], [2.0, 0.0], [3.0, 0.1]])
+    >>> np.round(np.abs(least_used_direction(Dataset(X, np.zeros(3)),
+    ...                                      np.random.default_rng(0))), 2).tolist()
+    [0.02, 1.0]
+    """
+    if D.n < D.d:
+        return _fresh_direction(D, rng)
+    _, _, vt = np.linalg.svd(D.X, full_matrices=False)
+    return vt[-1] / np.linalg.norm(vt[-1])
+
+
+def canary_worst_case(
+    D: Dataset, rng: np.random.Generator, relation: str = "add_remove", *,
+    clip: float | None = None,
+) -> NeighbourPair:
+    """A record that attains a declared clip norm at every step, where the data are not.
+
+    Its features are a unit vector the data use least (:func:`least_used_direction`)
+    scaled to ``min(clip, 1)`` (records stay in the unit ball of the test problems), with
+    a label that fights the data. Under a sum of records clipped to ``clip``, or a sum of
+    per-sample gradients of the linear loss -y <x, theta> (gradient -y x, the same at
+    every theta) clipped to ``clip``, it moves every release by exactly the declared
+    sensitivity: the worst case of the accountant's analysis, the Dirac canary gradient of
+    white-box audits (Nasr et al. 2023, "Tight auditing of DP ML"). Under replace-one the
+    record of largest norm is replaced by its antipode at that norm, label kept, so the
+    difference reaches twice that (the declared 2 clip) where the record is at the clip.
+
+    Examples
+    --------
+    >>> D, _ = synthetic_classification(50, 3, np.random.default_rng(0))
+    >>> p = canary_worst_case(D, np.random.default_rng(1), clip=1.0)
+    >>> p.relation, round(float(np.linalg.norm(p.D.X[0])), 12), p.D.n - p.D_prime.n
+    ('add_remove', 1.0, 1)
+    """
+    scale = min(float(clip), 1.0) if clip else 1.0
+    check_relation(relation)
+    if relation == "replace_one":
+        i = int(np.argmax(np.linalg.norm(D.X, axis=1)))
+        nrm = float(np.linalg.norm(D.X[i]))
+        x = -scale * D.X[i] / nrm if nrm > 0 else scale * least_used_direction(D, rng)
+        return NeighbourPair.replace_one(D, i, x, float(D.y[i]), "worst_case")
+    y = -1.0 if np.mean(D.y) >= 0 else 1.0
+    return _make_pair(D, scale * least_used_direction(D, rng), y, relation, "worst_case")
+
+
 def random_pair(
     D: Dataset, rng: np.random.Generator, relation: str = "add_remove"
 ) -> NeighbourPair:
@@ -274,6 +326,7 @@ def random_pair(
 
 
 PAIR_GENERATORS: dict[str, PairGenerator] = {
+    "worst_case": canary_worst_case,
     "fresh_direction": canary_fresh_direction,
     "clip_boundary": canary_clip_boundary,
     "outlier": canary_outlier,
@@ -309,6 +362,57 @@ def make_pair(
         f"unknown neighbouring-pair generator {spec!r}; built-in: {sorted(PAIR_GENERATORS)}, "
         "or give module:function"
     )
+
+
+def check_finite(obj: object, where: str) -> None:
+    """Raise :class:`InputError` naming ``where`` and the value if ``obj`` holds NaN or inf.
+
+    ``obj`` is a Dataset, an array, or tuples, lists and dicts of them (whatever a user's
+    pair or data function returns); non-numeric leaves are left alone. A Dataset built
+    with ``allow_nonfinite`` (the deliberate ``nonfinite`` canary) passes.
+
+    Examples
+    --------
+    >>> check_finite((np.zeros((2, 2)), np.ones(2)), "pair D")
+    >>> try:
+    ...     check_finite((np.array([[0.0, np.nan]]), np.ones(1)), "neighbour function m:pair, D")
+    ... except InputError as e:
+    ...     print(e)
+    neighbour function m:pair, D[0] holds nan at index (0, 1): data must be finite numbers
+    """
+    if isinstance(obj, Dataset):
+        if not obj.allow_nonfinite:
+            check_finite((obj.X, obj.y), where)
+        return
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            check_finite(v, f"{where}[{k!r}]")
+        return
+    arr = _numeric(obj)
+    if arr is None:
+        if isinstance(obj, (tuple, list)):
+            for i, v in enumerate(obj):
+                check_finite(v, f"{where}[{i}]")
+        return
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        shown = idx[0] if len(idx) == 1 else idx
+        raise InputError(f"{where} holds {arr[idx]} at index {shown}: data must be finite "
+                         "numbers")
+
+
+def _numeric(obj: object) -> np.ndarray | None:
+    """``obj`` as a numeric (real or complex) array, or None if it is not one."""
+    if isinstance(obj, (str, bytes)) or obj is None:
+        return None
+    try:
+        arr = np.asarray(obj)
+    except (ValueError, TypeError):  # ragged: a tuple (X, y) of different shapes
+        return None
+    if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
+        return None
+    return arr
 
 
 def as_dataset(obj: object) -> Dataset:

@@ -1,6 +1,7 @@
 """Your own code under dpverify: the module the README's examples name.
 
 * ``f`` and ``pair``: a mechanism and a neighbouring pair, for ``dpverify audit``;
+  ``f_textbook``: the same mechanism without snapping, whose floating-point output leaks;
 * ``mean_error`` (and ``mean_error_planted``): a utility as a function of the grid's
   parameters, for ``dpverify rates``.
 
@@ -38,6 +39,26 @@ def f(data, rng: np.random.Generator, trials: int) -> np.ndarray:
     --------
     >>> D, _ = pair()
     >>> f(D, np.random.default_rng(0), 3).shape
+    (3, 2)
+    """
+    # Snapped to a grid far coarser than the float spacing (Mironov, CCS 2012, Sec. 5): the
+    # low bits of ``mean + noise`` otherwise depend on the mean, and a test reading them
+    # proves a violation. A value moves to another grid point through rounding error only
+    # with probability about 2^-26, well inside delta.
+    return np.round(f_textbook(data, rng, trials) * SNAP) / SNAP
+
+
+#: Grid of the snapped output (values are multiples of 1 / SNAP).
+SNAP = 2.0**30
+
+
+def f_textbook(data, rng: np.random.Generator, trials: int) -> np.ndarray:
+    """The textbook noisy mean, ``mean + noise`` in floating point: not DP as computed.
+
+    Examples
+    --------
+    >>> D, _ = pair()
+    >>> f_textbook(D, np.random.default_rng(0), 3).shape
     (3, 2)
     """
     X = np.asarray(data[0], dtype=float)

@@ -36,8 +36,10 @@ import numpy as np
 
 from dpverify.audit import selection, stats
 from dpverify.audit.distinguishers import Scorer, resolve_distinguishers, safe_scores
+from dpverify.audit.power import DETECT_PROBABILITY, threshold_test_power
 from dpverify.audit.result import AuditResult
 from dpverify.audit.targets import (
+    AUTO_NEIGHBOURS,
     SEED_FIT,
     SEED_SAMPLES,
     AuditSetup,
@@ -45,6 +47,7 @@ from dpverify.audit.targets import (
     accountant_epsilon,
     make_pairs,
     prepare,
+    resolve_neighbours,
     sample,
 )
 from dpverify.errors import InputError, check_positive, check_probability
@@ -118,7 +121,7 @@ def audit_blackbox(
     *,
     epsilon: float | None = None,
     delta: float | None = None,
-    neighbours: str | Sequence[str] | None = None,
+    neighbours: str | Sequence[str] = AUTO_NEIGHBOURS,
     trials: int = 100_000,
     confidence: float = 0.95,
     distinguisher: str | Sequence[str] = "auto",
@@ -133,6 +136,7 @@ def audit_blackbox(
     backend: str = "numpy",
     execution: Execution | None = None,
     accountant: bool = True,
+    detect_probability: float | None = DETECT_PROBABILITY,
 ) -> AuditResult:
     """Black-box epsilon lower bound of ``target`` from ``trials`` runs per neighbour.
 
@@ -149,7 +153,9 @@ def audit_blackbox(
         input), StatDP's patterns for query answers (``one_above``, ``x_shape``, ...),
         dataset canaries (``fresh_direction``, ``clip_boundary``, ``outlier``,
         ``nonfinite``, ``random``) or ``module:function`` returning ``(D, D_prime)`` or a
-        list of pairs. Default: ``search`` for query answers, ``fresh_direction`` else.
+        list of pairs. ``auto`` (default): ``search`` for query answers, the worst-case
+        canary where the target declares a clip
+        (:func:`~dpverify.audit.targets.resolve_neighbours`), else ``fresh_direction``.
     trials
         Runs on each dataset of the witness pair (other pairs cost their search runs).
     confidence
@@ -167,6 +173,9 @@ def audit_blackbox(
     accountant
         Whether to account the target's ledger for ``epsilon_accountant`` (skipped in
         repeated self-tests, where it is the same every time).
+    detect_probability
+        The probability at which ``epsilon_detectable`` is caught (``None``: not computed,
+        for repeated self-tests).
 
     Returns
     -------
@@ -174,7 +183,10 @@ def audit_blackbox(
         ``epsilon_lower`` from the chosen bound; ``details`` holds the CP bound (and the
         GDP bound when asked for), the witness pair and the distinguisher that achieved
         it; ``evidence["test"]`` the test's threshold, statistic and held-out counts,
-        ``evidence["search"]`` what each candidate pair anticipated.
+        ``evidence["search"]`` what each candidate pair anticipated;
+        ``epsilon_detectable`` what a test chosen and counted on splits of these sizes,
+        at this level, catches with ``detect_probability``
+        (:func:`~dpverify.audit.power.threshold_test_power`).
 
     Examples
     --------
@@ -190,7 +202,8 @@ def audit_blackbox(
     dists = resolve_distinguishers(distinguisher)
     setup = prepare(target, epsilon=epsilon, delta=delta, params=params, seed=seed,
                     scale=scale, relation=relation, backend=backend)
-    run = _start(setup, make_pairs(setup, neighbours), trials, splits, block_size, execution)
+    pairs = make_pairs(setup, resolve_neighbours(setup, neighbours))
+    run = _start(setup, pairs, trials, splits, block_size, execution)
     cands = _search(run, dists, np.random.default_rng(seed_streams(seed, SEED_FIT + 1)[SEED_FIT]))
     cp = _choose_and_count(run, cands, "cp", alpha, top_k)
     gdp = _choose_and_count(run, cands, "gdp", alpha, top_k) if bound == "gdp" else None
@@ -204,9 +217,16 @@ def audit_blackbox(
         sign = -1.0 if chosen.label.endswith(" (reversed)") else 1.0
         evidence["roc"] = stats.roc_points(sign * c.test_pos, sign * c.test_neg)
     assumptions = [GDP_ASSUMPTION] if bound == "gdp" else []
-    return AuditResult(setup.name, "blackbox", chosen.epsilon, setup.epsilon_claimed, eps_acc,
-                       setup.delta, confidence, trials, "gdp" if bound == "gdp" else "cp",
-                       details, evidence, assumptions)
+    res = AuditResult(setup.name, "blackbox", chosen.epsilon, setup.epsilon_claimed, eps_acc,
+                      setup.delta, confidence, trials, "gdp" if bound == "gdp" else "cp",
+                      details, evidence, assumptions)
+    if detect_probability is None:
+        return res
+    n_sel = run.sizes[1]
+    return res.with_power(threshold_test_power(
+        chosen.n_pos, chosen.n_neg, alpha=chosen.alpha, delta=setup.delta,
+        epsilon=setup.epsilon_claimed, method=chosen.method, probability=detect_probability,
+        selection=(n_sel, n_sel)))
 
 
 def _start(setup: AuditSetup, pairs: list[Pair], trials: int, splits: Sequence[float],
@@ -396,6 +416,7 @@ def _report(run: _Run, cands: list[_Candidate],
         "distinguisher": cands[ci].name,
         "statistic": chosen.statistic,
         "relation": run.setup.relation,
+        "instance": list(run.setup.notes),
     }
     evidence: dict[str, Any] = {
         "test": chosen.to_dict(),

@@ -26,12 +26,15 @@ import numpy as np
 
 from dpverify.accounting import account_ledger, claimed_epsilon
 from dpverify.claims import PrivacyClaim, check_relation
+from dpverify.curator import Ledger
 from dpverify.data import (
     PAIR_GENERATORS,
     QUERY_PATTERNS,
     Dataset,
     NeighbourPair,
     as_dataset,
+    canary_worst_case,
+    check_finite,
     check_query_relation,
     make_pair,
     query_pair,
@@ -134,6 +137,8 @@ class AuditSetup:
     relation_given: bool = True  # False: a callable's relation is read off its pairs
     queries: int | None = None  # the length of a query-answer input (None: a dataset)
     epsilon_true: float | None = None
+    given: frozenset[str] = frozenset()  # the parameters the user set
+    notes: list[str] = field(default_factory=list)  # how the audit instance was chosen
 
     @property
     def registered(self) -> bool:
@@ -209,7 +214,8 @@ def prepare(
         eps = epsilon if epsilon is not None else claimed_epsilon(claim, d)
         problem = build_problem(t, p, seed)
         return AuditSetup(t.id, float(eps), float(d), relation or claim.relation, t, p,
-                          problem, claim, seed=seed, backend=backend)
+                          problem, claim, seed=seed, backend=backend,
+                          given=frozenset(params))
     if ":" in target:
         return _prepare_callable(target, epsilon, delta, relation, params, seed, backend)
     resolve(target)  # raises UnknownTargetError naming the registered algorithms
@@ -242,15 +248,52 @@ def _prepare_callable(target: str, epsilon: float | None, delta: float | None,
                       epsilon_true=decl.epsilon_true)
 
 
-def default_neighbours(setup: AuditSetup) -> str:
-    """``search`` for a target taking query answers, else the ``fresh_direction`` canary.
+AUTO_NEIGHBOURS = "auto"
+# The loss under which a clipped per-sample gradient is the same at every iterate.
+WORST_CASE_LOSS = "linear"
+
+
+def resolve_neighbours(setup: AuditSetup, neighbours: str | Sequence[str]
+                       ) -> str | Sequence[str]:
+    """``auto``: ``search`` for a target taking query answers, the worst-case canary where
+    the target declares a clip, else fresh_direction.
+
+    The canary (:func:`~dpverify.data.canary_worst_case`) attains the clip norm. For a
+    target whose per-sample gradients of a loss are clipped (a ``loss`` parameter the
+    user left at its default), the audit instance takes the linear loss, whose gradient
+    -y x keeps the canary at the clip norm at every step: clipping makes the claim hold
+    for every loss, so this is the worst case the claim covers (a logistic canary's
+    gradient shrinks as the model fits it, and the audit sees less than the accountant
+    charges). The choice is recorded in ``setup.notes``.
 
     Examples
     --------
-    >>> default_neighbours(prepare("noisy_gd:sound", params={"T": 3}))
-    'fresh_direction'
+    >>> s = prepare("noisy_gd:sound", params={"T": 3})
+    >>> resolve_neighbours(s, "auto"), s.params["loss"]
+    ('worst_case', 'linear')
+    >>> s = prepare("noisy_gd:sound", params={"T": 3, "loss": "logistic"})
+    >>> resolve_neighbours(s, "auto"), s.params["loss"]
+    ('worst_case', 'logistic')
     """
-    return "search" if setup.queries is not None else "fresh_direction"
+    if neighbours != AUTO_NEIGHBOURS:
+        return neighbours
+    if setup.queries is not None:
+        return "search"
+    if not setup.registered or setup.params.get("clip") is None:
+        return "fresh_direction"
+    loss = setup.params.get("loss")
+    if loss is not None and "loss" not in setup.given and loss != WORST_CASE_LOSS:
+        assert setup.target is not None
+        params = {**setup.params, "loss": WORST_CASE_LOSS}
+        try:
+            problem = build_problem(setup.target, params, setup.seed)
+        except InputError:
+            return "worst_case"  # the problem has no linear loss: keep the target's own
+        setup.params, setup.problem = params, problem
+        setup.notes.append(f"audit instance: loss = {WORST_CASE_LOSS} instead of {loss} "
+                           "(clipped per-sample gradients: the canary stays at the clip "
+                           "norm at every step; give --param loss=... to keep another)")
+    return "worst_case"
 
 
 def _as_list(spec: str | Sequence[str]) -> list[str]:
@@ -275,7 +318,8 @@ def make_pairs(setup: AuditSetup, neighbours: str | Sequence[str] | None) -> lis
     >>> [p.label for p in make_pairs(s, "fresh_direction,outlier")]
     ['fresh_direction', 'outlier']
     """
-    specs = _as_list(neighbours if neighbours is not None else default_neighbours(setup))
+    specs = _as_list(resolve_neighbours(setup, neighbours if neighbours is not None
+                                        else AUTO_NEIGHBOURS))
     if not specs:
         raise InputError("no neighbouring-pair generator given")
     specs = [x for spec in specs for x in _expand_search(setup, spec)]
@@ -318,6 +362,10 @@ def _dataset_pair(setup: AuditSetup, spec: str, rng: np.random.Generator) -> Pai
                          "dataset: declare its input (queries=K) or give a dataset generator")
     if setup.registered:
         assert setup.problem is not None
+        if spec == "worst_case":
+            np_ = canary_worst_case(setup.problem.data, rng, setup.relation,
+                                    clip=setup.params.get("clip"))
+            return Pair(spec, np_.D, np_.D_prime, np_)
         base = setup.problem.data
     elif spec in PAIR_GENERATORS:
         n = int(setup.params.get("n", DEFAULT_USER_N))
@@ -348,6 +396,8 @@ def _user_pairs(spec: str) -> list[Pair]:
 
 
 def _as_pair(label: str, res: tuple[Any, Any]) -> Pair:
+    check_finite(res[0], f"neighbour function {label}: D")
+    check_finite(res[1], f"neighbour function {label}: D'")
     try:
         D, D2 = as_dataset(res[0]), as_dataset(res[1])
     except (TypeError, ValueError, InputError):  # objects of the user's own: no relation
@@ -405,7 +455,7 @@ def call_user(fn: Callable[..., Any], name: str, data: Any, rng: np.random.Gener
             f"trials={trials}) with data of type {type(data).__name__})") from e
 
 
-def _check_block(out: Any, k: int, name: str) -> np.ndarray:
+def _check_block(out: Any, k: int, name: str, finite: bool = True) -> np.ndarray:
     arr = np.asarray(out)
     if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
         raise InputError(f"target {name} must return a numeric array of shape (trials, ...), "
@@ -413,7 +463,77 @@ def _check_block(out: Any, k: int, name: str) -> np.ndarray:
     if arr.ndim == 0 or arr.shape[0] != k:
         raise InputError(f"target {name} returned shape {tuple(arr.shape)} when asked for "
                          f"trials={k}; expected an array of shape ({k}, ...)")
-    return arr.reshape(k, -1).astype(float)
+    arr = arr.reshape(k, -1).astype(float)
+    if finite:
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            i, j = (int(v) for v in np.argwhere(bad)[0])
+            raise InputError(f"target {name} returned {arr[i, j]} in row {i}, entry {j} of a "
+                             f"block of {k} runs on finite data: outputs must be finite "
+                             "numbers")
+    return arr
+
+
+# Within-block collisions this many times the across-block rate break the contract.
+_COLLISION_EXCESS = 20.0
+_MIN_COLLISIONS = 10
+
+
+def _row_keys(block: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(block)
+    return a.view(np.dtype((np.void, a.dtype.itemsize * a.shape[1]))).ravel()
+
+
+def check_independent_rows(blocks: Sequence[np.ndarray], name: str) -> None:
+    """Raise :class:`InputError` when a target's rows are not independent runs.
+
+    Under the contract every row of every block is an independent draw, so the rate at
+    which two rows are exactly equal is the same for two rows of one block and for two
+    rows of different blocks (a discrete output repeats at both, a continuous one at
+    neither). Rows that repeat within blocks far more often than across them come from
+    noise drawn once per call; blocks that repeat each other, from randomness that does
+    not come from ``rng`` (a fixed seed). Either is refused (20 times the other rate, and
+    at least 10 equal pairs: under the contract this needs a Poisson count 20 times its
+    mean, far rarer than 1e-9).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> check_independent_rows([rng.normal(size=(50, 1)) for _ in range(3)], "m:f")
+    >>> once = [np.repeat(rng.normal(size=(1, 1)), 50, axis=0) for _ in range(3)]
+    >>> try:
+    ...     check_independent_rows(once, "m:f")
+    ... except InputError as e:
+    ...     print(str(e)[:52])
+    target m:f: rows of a block are not independent runs
+    """
+    if len(blocks) < 2:
+        return
+    keys = [_row_keys(b) for b in blocks]
+    within = 0.0
+    per_block = []
+    for k in keys:
+        _, c = np.unique(k, return_counts=True)
+        within += float(np.sum(c * (c - 1)) / 2.0)
+        per_block.append(float(np.sum(c.astype(float) ** 2)))
+    _, total = np.unique(np.concatenate(keys), return_counts=True)
+    across = (float(np.sum(total.astype(float) ** 2)) - sum(per_block)) / 2.0
+    sizes = np.array([k.size for k in keys], dtype=float)
+    pairs_within = float(np.sum(sizes * (sizes - 1)) / 2.0)
+    pairs_across = float((sizes.sum() ** 2 - np.sum(sizes**2)) / 2.0)
+    if within >= _MIN_COLLISIONS and within > _COLLISION_EXCESS * (across + 1) * \
+            pairs_within / pairs_across:
+        raise InputError(
+            f"target {name}: rows of a block are not independent runs: {within:.0f} pairs "
+            f"of identical rows within blocks against {across:.0f} across blocks (as many "
+            f"per pair are expected); each of the `trials` rows of f(data, rng, trials) must "
+            "be an independent run with its own noise, not one draw repeated")
+    if across >= _MIN_COLLISIONS and across > _COLLISION_EXCESS * (within + 1) * \
+            pairs_across / max(pairs_within, 1.0):
+        raise InputError(
+            f"target {name}: blocks repeat each other ({across:.0f} pairs of identical rows "
+            f"across blocks against {within:.0f} within); each row must be an independent "
+            "run: draw all randomness from the rng argument (a fixed seed repeats every call)")
 
 
 def sample(setup: AuditSetup, data: Any, trials: int, seed: np.random.SeedSequence,
@@ -437,13 +557,31 @@ def sample(setup: AuditSetup, data: Any, trials: int, seed: np.random.SeedSequen
                               **executor_kwargs(execution))
     fn = setup.fn
     assert fn is not None
+    # Deliberately non-finite data (the nonfinite canary) may give non-finite outputs:
+    # they are then the evidence, not bad input.
+    finite = not (isinstance(data, Dataset) and data.allow_nonfinite)
 
     def block(ss: np.random.SeedSequence, k: int, _: int) -> np.ndarray:
         return _check_block(call_user(fn, setup.name, data, np.random.default_rng(ss), k),
-                            k, setup.name)
+                            k, setup.name, finite)
 
-    return np.concatenate(map_blocks(block, trials, seed=seed, block_size=bs,
-                                     **executor_kwargs(execution)), axis=0)
+    blocks = map_blocks(block, trials, seed=seed, block_size=bs, **executor_kwargs(execution))
+    check_independent_rows(blocks, setup.name)
+    return np.concatenate(blocks, axis=0)
+
+
+def plain_ledger(setup: AuditSetup) -> Ledger:
+    """The ledger of one plain run of a registered target (what its accountant reads).
+
+    Examples
+    --------
+    >>> len(plain_ledger(prepare("noisy_gd:sound", params={"T": 3})))
+    3
+    """
+    assert setup.target is not None and setup.problem is not None
+    ss = seed_streams(setup.seed, SEED_ACCOUNT + 1)[SEED_ACCOUNT]
+    _, cur = run_target(setup.target, setup.params, setup.problem, trials=1, rng=ss)
+    return cur.ledger
 
 
 def accountant_epsilon(setup: AuditSetup) -> tuple[float | None, str]:
@@ -459,11 +597,8 @@ def accountant_epsilon(setup: AuditSetup) -> tuple[float | None, str]:
     """
     if not setup.registered:
         return None, "a callable has no ledger"
-    assert setup.target is not None and setup.problem is not None
-    ss = seed_streams(setup.seed, SEED_ACCOUNT + 1)[SEED_ACCOUNT]
-    _, cur = run_target(setup.target, setup.params, setup.problem, trials=1, rng=ss)
     try:
-        res = account_ledger(cur.ledger, setup.delta, setup.relation)
+        res = account_ledger(plain_ledger(setup), setup.delta, setup.relation)
     except InputError as e:
         return None, str(e)
     return float(res.epsilon), "pld" if not math.isnan(res.by_accountant.get("pld", math.nan)) \

@@ -335,9 +335,16 @@ def _audit(check: Mapping[str, Any], claim: str) -> Statement:
                 f"ε ≥ {fmt(m.get('epsilon_lower'))} ({m.get('bound', '?')} bound) at "
                 f"δ = {fmt(m.get('delta'))}; the accountant gives "
                 f"{fmt(m.get('epsilon_accountant'))}. {_order_sentence(m)}")
+    if m.get("epsilon_detectable") is not None:
+        measured += (f" A violation up to ε = {fmt(m.get('epsilon_detectable'))} would have "
+                     f"been caught with probability {fmt(m.get('detect_probability'))}.")
     conf = f"The lower bound holds with confidence {fmt(m.get('confidence'))}"
-    conf += (", with the test chosen on one split of the runs and bounded on another."
-             if m.get("mode") != "onerun" else " (Steinke, Nasr, Jagielski 2023).")
+    if m.get("bound") == "betting":
+        conf += (", at whichever round the audit stopped (an e-process whose tests are "
+                 "chosen on earlier rounds).")
+    else:
+        conf += (", with the test chosen on one split of the runs and bounded on another."
+                 if m.get("mode") != "onerun" else " (Steinke, Nasr, Jagielski 2023).")
     for a in ev.get("assumptions") or []:
         conf += f" Assumes: {a}."
     short = (f"a {m.get('mode', '?')} audit proves ε ≥ {fmt(m.get('epsilon_lower'))} at "
