@@ -361,55 +361,36 @@ def slope(ns: list[float], ys: list[float], start: float) -> float | None:
     return float(np.polyfit(np.log([p[0] for p in pts]), np.log([p[1] for p in pts]), 1)[0])
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--plan-out", default=None, help="write the plan (schedules) and exit")
-    ap.add_argument("--plan", default=str(PLAN), help="the plan to run")
-    ap.add_argument("--n", type=float, nargs="+", default=[1e4, 3e4, 1e5, 3e5])
-    ap.add_argument("--d", type=int, nargs="+", default=[4, 16])
-    ap.add_argument("--seeds", type=int, default=8)
-    ap.add_argument("--budget-s", type=float, default=270.0)
-    ap.add_argument("--n-population", type=int, default=20000)
-    ap.add_argument("--json", default=None)
-    args = ap.parse_args(argv)
-    if args.plan_out:
-        plan = make_plan(sorted(int(v) for v in args.n), args.d, args.seeds)
-        Path(args.plan_out).write_text(json.dumps(plan, indent=1) + "\n")
-        return 0
-    import torch
-
-    plan = json.loads(Path(args.plan).read_text())
+def _setup(plan: dict[str, Any], n_population: int) -> tuple[dict, dict, dict, list[Row]]:
+    """Each (d, seed)'s problem (make_problem, n = the largest n) and every run's row."""
     problems_mod = _module("p001_problems", "algorithms/paper001/problems.py")
-    gold = _module("p001_goldstein", "dpverify/rates/goldstein.py")
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    ns, seeds = plan["n"], int(plan["seeds"])
-    t0 = time.time()
+    seeds = int(plan["seeds"])
     problems, data, x0 = {}, {}, {}
     for d in plan["d"]:
         for sd in range(seeds):
             prob = problems_mod.make_problem(
-                {"problem": "amplitude", "n": max(ns), "d": d,
-                 "n_population": args.n_population}, np.random.default_rng([sd, d]))
+                {"problem": "amplitude", "n": max(plan["n"]), "d": d,
+                 "n_population": n_population}, np.random.default_rng([sd, d]))
             problems[(d, sd)] = prob
             data[(d, sd)] = (prob.data.X, prob.data.y)
             x0[(d, sd)] = prob.public["x0"]
     fields = ("T", "D", "Sigma", "M", "m", "sigma", "R1", "R2", "eta")
     rows = [Row(r["algo"], r["d"], r["n"], sd, **{k: r[k] for k in fields})
             for r in plan["rows"] for sd in range(seeds)]
-    setup_s = time.time() - t0
-    batch = Batch(rows, data, x0, torch, device)
-    xout, steps, loop_s = run(batch, args.budget_s, seed=0)
-    xout = xout.cpu().numpy()
-    results: dict[str, Any] = {"device": torch.cuda.get_device_name(0) if device == "cuda"
-                               else "cpu", "steps_run": steps, "loop_seconds": loop_s,
-                               "setup_seconds": setup_s, "plan": plan, "points": [],
-                               "slopes": []}
+    return problems, data, x0, rows
+
+
+def _report(plan: dict[str, Any], rows: list[Row], problems: dict, x0: dict,
+            xout: np.ndarray, steps: int, results: dict[str, Any]) -> None:
+    """Stationarity per (algorithm, d, n), printed and added to ``results``."""
+    gold = _module("p001_goldstein", "dpverify/rates/goldstein.py")
+    seeds = int(plan["seeds"])
     for algo in ALGOS:
         for d in plan["d"]:
             start = float(np.mean([stationarity(gold, problems[(d, sd)], x0[(d, sd)])
                                    for sd in range(seeds)]))
             curve = []
-            for n in ns:
+            for n in plan["n"]:
                 idx = [i for i, r in enumerate(rows) if (r.algo, r.d, r.n) == (algo, d, n)]
                 r0 = rows[idx[0]]
                 done = r0.T <= steps
@@ -430,6 +411,36 @@ def main(argv: list[str] | None = None) -> int:
             sl = slope([p["n"] for p in done_pts], [p["mean"] for p in done_pts], start)
             results["slopes"].append({"algo": algo, "d": d, "slope_n": sl})
             print(f"  {algo} d={d}: n-slope below half the start: {sl}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--plan-out", default=None, help="write the plan (schedules) and exit")
+    ap.add_argument("--plan", default=str(PLAN), help="the plan to run")
+    ap.add_argument("--n", type=float, nargs="+", default=[1e4, 3e4, 1e5, 3e5])
+    ap.add_argument("--d", type=int, nargs="+", default=[4, 16])
+    ap.add_argument("--seeds", type=int, default=8)
+    ap.add_argument("--budget-s", type=float, default=270.0)
+    ap.add_argument("--n-population", type=int, default=20000)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    if args.plan_out:
+        plan = make_plan(sorted(int(v) for v in args.n), args.d, args.seeds)
+        Path(args.plan_out).write_text(json.dumps(plan, indent=1) + "\n")
+        return 0
+    import torch
+
+    plan = json.loads(Path(args.plan).read_text())
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    t0 = time.time()
+    problems, data, x0, rows = _setup(plan, args.n_population)
+    setup_s = time.time() - t0
+    xout, steps, loop_s = run(Batch(rows, data, x0, torch, device), args.budget_s, seed=0)
+    results: dict[str, Any] = {"device": torch.cuda.get_device_name(0) if device == "cuda"
+                               else "cpu", "steps_run": steps, "loop_seconds": loop_s,
+                               "setup_seconds": setup_s, "plan": plan, "points": [],
+                               "slopes": []}
+    _report(plan, rows, problems, x0, xout.cpu().numpy(), steps, results)
     results["total_seconds"] = time.time() - t0
     print(f"device {results['device']}: {steps} steps in {loop_s:.1f}s, total "
           f"{results['total_seconds']:.1f}s", flush=True)
