@@ -98,7 +98,9 @@ def _gd_run(*, sound: bool) -> RunFn:
 
 
 GD_PL_UTILITY = UtilityClaim.private_rate(
-    "excess_risk", 2, extra_log_factors=("log(n)**2",),
+    # (13) writes log^2(n); the proof (81)-(82) bounds T p sigma^2 with sigma^2 ~ T and
+    # T = log(n^2 eps^2 / (p G^2 log(1/delta))) (line 326): the square of that log.
+    "excess_risk", 2, extra_log_factors=("log(n**2*epsilon**2/(d*log(1/delta)))**2",),
     regime=("lam > 0",),  # F satisfies PL through the l2 term (mu = lam)
     source="paper 002, Theorem 6.2",
 )
