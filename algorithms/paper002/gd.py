@@ -48,6 +48,10 @@ def gd_schedule(p: Mapping[str, Any], setting: Setting, n: int, d: int) -> tuple
     >>> gd_schedule(params, make_problem(params, np.random.default_rng(0)).setting(), 200, 5)
     (0.8, 9)
     """
+    if p["setting"] not in ("pl", "nonconvex"):
+        raise InputError(f"setting must be 'pl' or 'nonconvex', got {p['setting']!r}")
+    if p.get("eta") is not None and p.get("T") is not None:
+        return float(p["eta"]), int(p["T"])  # nothing left to the theorem
     G = lipschitz(setting)
     lam = float(p["lam"])
     L = float(setting["smoothness"]) + lam  # F = mean loss + lam/2 ||x||^2
@@ -56,10 +60,8 @@ def gd_schedule(p: Mapping[str, Any], setting: Setting, n: int, d: int) -> tuple
         if lam <= 0:
             raise InputError("dp_gd_002 in the PL setting needs lam > 0 (mu = lam)")
         T = cal.gd_pl_iterations(L, lam, n, d, G, eps, delta, public_gap(setting))
-    elif p["setting"] == "nonconvex":
-        T = cal.gd_nonconvex_iterations(L, n, d, G, eps, delta)
     else:
-        raise InputError(f"setting must be 'pl' or 'nonconvex', got {p['setting']!r}")
+        T = cal.gd_nonconvex_iterations(L, n, d, G, eps, delta)
     eta = 1.0 / L  # eta = 1/L in Thms 6.2 and 6.3
     return (eta if p.get("eta") is None else float(p["eta"]),
             T if p.get("T") is None else int(p["T"]))
