@@ -18,7 +18,7 @@ import scipy.optimize
 import scipy.stats
 from dp_accounting.rdp import RdpAccountant
 
-from algorithms.paper002 import ALGORITHMS, REGISTER
+from algorithms.paper002 import ALGORITHMS
 from algorithms.paper002 import calibration as cal
 from algorithms.paper002.accmd import l1_step_on_simplex
 from algorithms.paper002.battery import output_canary
