@@ -183,6 +183,34 @@ def _judge(res: dict[str, Any], o: CompareOptions) -> tuple[Verdict, list[bool],
     return Verdict.INCONCLUSIVE, confirmed, refuted
 
 
+def _table(rows: list[dict[str, Any]], o: CompareOptions) -> str:
+    """Each point's means, their ratio and the epsilons the ledgers spent; then the paper's.
+
+    Examples
+    --------
+    >>> _table([{"value": 1.0, "subject_mean": 0.5, "baseline_mean": 2.0, "ratio": 0.25,
+    ...          "subject_epsilon": 9.0, "baseline_epsilon": 1.0}],
+    ...        CompareOptions(baseline="b", vary="epsilon", values=(1.0,),
+    ...                       paper={"claim": "a beats b", "numbers": "none printed"}))
+    'Measured, subject vs baseline: epsilon=1: 0.5 vs 2 (ratio 0.25; ledger epsilon 9 vs 1). \
+The paper: a beats b; numbers: none printed.'
+    """
+    parts = []
+    for r in rows:
+        where = f"{o.vary}={r['value']:g}: " if o.vary else ""
+        spent = ("" if r["subject_epsilon"] is None else
+                 f"; ledger epsilon {r['subject_epsilon']:.3g} vs {r['baseline_epsilon']:.3g}")
+        parts.append(f"{where}{r['subject_mean']:.4g} vs {r['baseline_mean']:.4g} "
+                     f"(ratio {r['ratio']:.3g}{spent})")
+    text = "Measured, subject vs baseline: " + "; ".join(parts) + "."
+    paper = o.paper or {}
+    if paper:
+        text += " The paper: " + "; ".join(
+            f"{v}" if k == "claim" else f"{k}: {v}" for k, v in paper.items()
+            if k in ("claim", "numbers")) + "."
+    return text
+
+
 @register_kind
 class CompareCheck(CheckKind):
     """Does the subject beat the baseline at every grid value, as the paper claims?"""
@@ -218,7 +246,7 @@ class CompareCheck(CheckKind):
             msg = (f"neither ordering is established at every point ({sum(confirmed)} of "
                    f"{len(rows)} confirm the claim)")
         msg += (f" (Welch t-tests, Holm-corrected, level {1 - options.confidence:g}, "
-                f"{options.seeds} runs per arm and point)")
+                f"{options.seeds} runs per arm and point). " + _table(rows, options))
         evidence = {"points": res["points"], "paper": dict(options.paper or {})}
         return Outcome(verdict, metrics, evidence, msg)
 
