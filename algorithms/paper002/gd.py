@@ -160,7 +160,9 @@ def _gd_battery(*, printed: bool, nonconvex: bool) -> Battery:
     inside = "clip_boundary,fresh_direction" if printed else "clip_boundary,outlier"
     audit = (CheckConfig(options={"neighbours": inside}).over(_NULL_NONCONVEX) if nonconvex
              else _TIGHT)
-    return Battery(checks={"sensitivity": sens, "audit.whitebox": audit})
+    # mu = lam = 1 at both scales (the algorithm's thorough lam = 0.01 is App. A's)
+    return Battery({} if nonconvex else {"lam": 1.0},
+                   {"sensitivity": sens, "audit.whitebox": audit})
 
 DP_GD = Algorithm(
     name="dp_gd_002",
