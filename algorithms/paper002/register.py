@@ -87,7 +87,11 @@ VIOLATIONS = (
       "(Remark 4.1's 3G also fails)", "notes P4 and section 7.1; proof B.2 line 451",
       "violation",
       ("dp_svrg.paper.sensitivity", "dp_svrg_pp.paper.sensitivity",
-       _T + "test_svrg_difference_against_the_papers_sensitivity")),
+       _T + "test_svrg_difference_against_the_papers_sensitivity"),
+      untestable=("one check kind of the battery: the audits of the same variant FAIL on the "
+                  "Huber canary, but P2's noise multiplier (about 0.1 there) would make them "
+                  "FAIL with the declared 2G too, so they cannot attribute the excess to it; "
+                  "the unit test builds the nearly-4G pair by hand as the second detector")),
     E("P5", "the snapshot full gradient moves at most 2G/n and enters T m releases",
       "notes P5; eq. (19) line 461", "violation",
       ("dp_svrg.sound.sensitivity", "dp_svrg_pp.sound.sensitivity",
