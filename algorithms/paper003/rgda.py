@@ -212,6 +212,11 @@ def single_pass(p: Mapping[str, Any]) -> bool:
     return mode == "single_pass"
 
 
+def new_pass(cur: Curator, p: Mapping[str, Any]) -> SinglePass:
+    """The run's single pass, starting at the public slot ``pass_offset`` (default 0)."""
+    return SinglePass(cur, int(p.get("pass_offset", 0)))
+
+
 def release_counts(p: Mapping[str, Any], *, sound: bool) -> dict[str, int]:
     """How many refreshes (warm start included for ``sound``) and increments a run can make.
 
@@ -268,14 +273,14 @@ def sound_plan(cur: Curator, p: Mapping[str, Any]) -> SoundPlan:
     if exact_gradients(p):  # no noise to calibrate: every release is exact
         return SoundPlan(batch_spec(cur, p["S1"], single_pass=single_pass(p)),
                          batch_spec(cur, p["S2"], single_pass=single_pass(p)), 0.0, counts,
-                         SinglePass(cur) if single_pass(p) else None)
+                         new_pass(cur, p) if single_pass(p) else None)
     if single_pass(p):
         check_sample_budget(cur, p, sound=True)
         one = ((("full", 1.0, cur.n, cur.n), 1),)
         z = calibrate_common_multiplier(one, float(p["epsilon"]), float(p["delta"]),
                                         str(p["relation"]))
         return SoundPlan(batch_spec(cur, p["S1"], single_pass=True),
-                         batch_spec(cur, p["S2"], single_pass=True), z, counts, SinglePass(cur))
+                         batch_spec(cur, p["S2"], single_pass=True), z, counts, new_pass(cur, p))
     ref = batch_spec(cur, p["S1"])
     inc = batch_spec(cur, p["S2"])
     groups: dict[tuple[Any, ...], int] = {}
@@ -681,7 +686,7 @@ def dp_rgda(*, sound: bool, style: str):
         stream = None
         if not sound and single_pass(p):
             check_sample_budget(cur, p, sound=False)
-            stream = SinglePass(cur)
+            stream = new_pass(cur, p)
         y = warm_start(cur, setting, p, x, y, sound=sound, plan=plan)
         pert_rng = np.random.default_rng(cur.rng.integers(2**63))  # public randomness
         st = UpdaterState(x, x, y, cur.backend.asarray(np.zeros((cur.trials, s.d1))),
