@@ -9,7 +9,12 @@ in Stochastic Minimax Optimization". Registered algorithms (entry point
   ``paper`` (Theorem 2 / Lemma 8 as printed), ``paper_erm`` (Theorem 1 / Algorithm 3's
   noise lines with Lemma 5), ``paper_population`` (Theorem 2's single pass as printed), and
   their corrections ``sound_population`` (single pass) and ``sound``;
-* ``dp_sgda``: the DP-SGDA baseline of Section 3 / Figure 1.
+* ``dp_sgda``: the DP-SGDA baseline of Section 3 / Figure 1;
+* ``sto_spider``, ``ada_dp_spider``, ``private_diff``: the baselines of Table 2
+  (:mod:`algorithms.paper003.spider`).
+
+``REGISTER`` (:mod:`algorithms.paper003.register`): every testable claim of the paper and
+of its notes, with the checks that decide it or why none can.
 
 Every claim is (epsilon, delta)-DP under replace-one neighbours (Definition 1, line 51).
 Test problems: :mod:`algorithms.paper003.problems`; second-order metrics of Phi:
@@ -31,6 +36,7 @@ from algorithms.paper003.common import (
     claim,
 )
 from algorithms.paper003.problems import PROBLEM_DEFAULTS, empirical_F0, make_minimax_problem
+from algorithms.paper003.register import REGISTER
 from algorithms.paper003.rgda import dp_rgda
 from algorithms.paper003.sgda import dp_sgda
 from algorithms.paper003.spider import eta_defaults, spider
@@ -39,7 +45,7 @@ from dpverify.rates import register_metric
 from dpverify.rates.sosp import METRICS as SOSP_METRICS
 from dpverify.registry import Algorithm, Battery, CheckConfig, Variant
 
-__all__ = ["ALGORITHMS", "DP_RGDA", "DP_SGDA"]
+__all__ = ["ALGORITHMS", "BASELINES", "DP_RGDA", "DP_SGDA", "REGISTER"]
 
 # The utility claims below name these quantities (sosp_alpha for Theorems 1-2, grad_norm_phi
 # for Table 1): registering them here means that discovering the algorithms is enough for
@@ -272,9 +278,24 @@ _PAPER_POP = {"n": 400, "T": 4, "q": 4, "K": 2, "S1": 40, "S2": 40}
 #: eps) = 0.069 at S2/n = 0.01: no amplification exists on a single pass.
 _P5 = {"n": 2000, "T": 4, "q": 4, "K": 2, "S1": 100, "S2": 20, "eta": 0.0, "entry": 0.0,
        "r": 0.0, "pass_offset": 2000 - 120}
+#: P-4 alone: the same frozen run with the outlier (curvature far above L, outside A2) in
+#: that increment block: Lemma 8's increment is not clipped per sample, and the outlier's
+#: gradient difference exceeds eq. 31's 2 sqrt(2) L ||dy||/S2 many times. C2 = 300 (Lemma
+#: 8's constant, "to be decided later", line 625) gives that one release the noise a single
+#: Gaussian needs, so P-5 cannot fire and the audited loss is the excess sensitivity's.
+_P4 = {**_P5, "c2": 300.0}
 PAPER_POPULATION_BATTERY = Battery(params=_PAPER_POP, checks={
+    "sensitivity": (
+        _SENSITIVITY,
+        CheckConfig(params=_P4, options={"search": "canaries", "neighbours": "outlier"},
+                    suffix="curvature",
+                    description="P-4 alone: a record of large curvature in one increment "
+                                "block, x frozen: the unclipped difference exceeds eq. 31"),
+    ),
     "audit.whitebox": (
         _whitebox(_PAPER_POP),
+        _whitebox(_P4, suffix="curvature",
+                  description="P-4 alone: the same record and run, audited on the releases"),
         CheckConfig(params=_P5, options={"mode": "whitebox", "trials": 500,
                                          "neighbours": "fresh_direction", "confidence": 0.99},
                     thorough={"trials": 5000}, suffix="single_pass",
@@ -312,8 +333,9 @@ RGDA_DEFAULTS = {
     "alpha": 0.3, "entry": None, "eta": None, "eta_H": None, "r": None, "t_thres": None,
     "D_bar": None, "delta1": 0.1, "delta2": 0.1,
     # Algorithm 3: inner step (None: 1/(2L) sound, 1/(6L) paper, Lemma 8), clipping
-    # (None: the problem's M; Lclip None: its L), warm-start steps
-    "lam": None, "clip": None, "Lclip": None, "warm_start": 0,
+    # (None: the problem's M; Lclip None: its L; inc_clip: a constant clip of the
+    # differences instead of Lclip ||dw||, Appendix D's), warm-start steps
+    "lam": None, "clip": None, "Lclip": None, "inc_clip": None, "warm_start": 0,
     # "pool": full or Poisson batches of the n records (ERM); "single_pass": fresh disjoint
     # blocks, each record read once (Theorem 2's sample budget, line 762)
     "sampling": "pool", "pass_offset": 0,
@@ -430,7 +452,9 @@ DP_SGDA = Algorithm(
 SPIDER_DEFAULTS = {
     **PROBLEM_DEFAULTS, "problem": "matrix_sensing", "n": 400,
     "epsilon": 2.0, "delta": 1e-6, "relation": "replace_one",
-    "T": 400, "q": 10, "S1": 200, "S2": 50, "clip": 1.0, "Lclip": 1.0,
+    "T": 400, "q": 10, "S1": 200, "S2": 50, "clip": 1.0, "Lclip": 1.0, "inc_clip": None,
+    # noise-free queries through cur.exact (epsilon = inf): unit tests of the recursions
+    "exact_gradients": False,
 }
 
 #: Small sizes for the battery; full batches and a clip the outlier reaches give the

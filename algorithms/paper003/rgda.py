@@ -333,16 +333,21 @@ def sound_increment(cur: Curator, setting: Setting, p: Mapping[str, Any], plan: 
     """The noisy difference of mean clipped per-sample gradients from w0 to w1.
 
     Each per-sample difference is clipped at C = Lclip ||w1 - w0|| (data-independent: w
-    comes from earlier releases). The query is released divided by C, trial by trial, so
+    comes from earlier releases), or at the constant ``inc_clip`` when one is given. The
+    query is released divided by C, trial by trial, so
     its sensitivity 2/S2 and noise z 2/S2 are the same in every trial, then multiplied back
     (post-processing): each trial receives its difference plus N(0, (z 2 C/S2)^2 I), the
     movement-scaled noise of the paper with the bound enforced for any record (notes P-4).
     """
     s = setting_of(setting)
     xp = cur.xp
-    Lclip = float(p["Lclip"]) if p.get("Lclip") is not None else s.L
-    move = np.sqrt(_norm_np(cur, x1 - x0) ** 2 + _norm_np(cur, y1 - y0) ** 2)
-    C = Lclip * move
+    if p.get("inc_clip") is not None:
+        # Appendix D (line 889): every access clipped at one C, noise at 2C/B, whatever the
+        # move (no variance reduction in the noise, and no feedback from noisy moves to it).
+        C = np.full(cur.trials, float(p["inc_clip"]))
+    else:
+        Lclip = float(p["Lclip"]) if p.get("Lclip") is not None else s.L
+        C = Lclip * np.sqrt(_norm_np(cur, x1 - x0) ** 2 + _norm_np(cur, y1 - y0) ** 2)
     safe = np.where(C > 0, C, 1.0)
     inv = _per_trial(cur, np.where(C > 0, 1.0 / safe, 0.0))
     C_b = _per_trial(cur, C)
