@@ -481,6 +481,12 @@ _BASELINES = (
 )
 
 
+#: PrivateDiff's battery runs the cosine problem: matrix sensing keeps one dual coordinate
+#: per record slot, which the determinism check's world of 2n slots (the block's other
+#: trials on other records) does not have.
+_BATTERIES = {"private_diff": Battery(params={"problem": "cosine"}).over(SPIDER_BATTERY)}
+
+
 def _baseline(name: str, source: str, description: str, utility) -> Algorithm:
     return Algorithm(
         name=name, source=f"paper 003, Table 2 baseline: {source}", description=description,
@@ -492,7 +498,7 @@ def _baseline(name: str, source: str, description: str, utility) -> Algorithm:
             "Lclip ||w_t - w_{t-1}||, one noise multiplier for every release, calibrated by "
             "PLD on the exact schedule (ceil(T/q) refreshes, the other steps increments)",
             utility=utility)},
-        battery=SPIDER_BATTERY,
+        battery=_BATTERIES.get(name, SPIDER_BATTERY),
     )
 
 
