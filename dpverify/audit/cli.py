@@ -55,8 +55,9 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                         "nonfinite, random), or module:function returning (D, D') or a list "
                         "of pairs")
     p.add_argument("--trials", type=int, default=None,
-                   help="runs per neighbouring dataset, a fixed-size audit (without it: "
-                        "sequential, see --detect)")
+                   help="runs per neighbouring dataset, a fixed-size audit (default: none, "
+                        "a sequential audit for black-box and white-box, see --detect; "
+                        "one-run: one run)")
     p.add_argument("--detect", type=float, default=None, metavar="R",
                    help="a sequential audit stops with PASS once it would catch a violation "
                         "of R x the claimed epsilon (default: "
