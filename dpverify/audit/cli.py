@@ -88,7 +88,8 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scores", choices=["auto", "output", "releases"], default="auto",
                    help="one-run: score canaries on the output or on every release (auto: "
                         "releases for a registered algorithm, else the output)")
-    p.add_argument("--block-size", type=int, default=None, help="trials per seeded block")
+    p.add_argument("--block-size", type=int, default=None,
+                   help="trials per seeded block (default: the executor's)")
 
 
 _STOPS = {"violation": "stopped on a proven violation",
