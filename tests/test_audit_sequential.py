@@ -71,6 +71,7 @@ def test_readme_command_catches_half_the_noise_without_trials(mod: str, capsys) 
                "--delta", "1e-5", "--json", "half.json", "--quiet"])
     out = capsys.readouterr().out
     assert rc == 1 and "FAIL: proven violation" in out and "sequential" in out
+    assert "epsilon_detectable" in out  # a FAIL too says what its rounds could catch
     rep = json.loads(Path("half.json").read_text())
     assert rep["verdict"] == "FAIL" and rep["metrics"]["bound"] == "betting"
     assert rep["metrics"]["trials"] <= 128000
