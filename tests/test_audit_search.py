@@ -92,3 +92,7 @@ def test_pure_dp_audits_of_a_laplace_mechanism(user_mod: str,
     assert "delta 0)" in out and "PASS" in out
     assert main(["audit", f"{user_mod}:laplace_half_scale", *base]) == 1
     assert "FAIL" in capsys.readouterr().out
+    # Sequential (no --trials): the betting e-process finds the same, and names its witness.
+    assert main(["audit", f"{user_mod}:laplace_half_scale", *base[:-3], "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "sequential" in out and "witness" in out and "epsilon_detectable" in out

@@ -27,6 +27,12 @@ import numpy as np
 from dpverify.accounting import calibrate_gaussian
 
 SIGMA = calibrate_gaussian(target_epsilon=1.0, target_delta=1e-5)
+# Outputs snapped to a grid of 2^-30 (Mironov, CCS 2012, Sec. 5): ``value + noise`` in
+# floating point leaks the value through its low bits, which the default audit reads.
+SNAP = 2.0**30
+
+def snap(v):
+    return np.round(v * SNAP) / SNAP
 
 def snap(x):
     """Onto a grid of 2^-30: the float's low bits of value + noise would otherwise tell
@@ -70,6 +76,7 @@ def test_readme_command_catches_half_the_noise_without_trials(mod: str, capsys) 
                "--delta", "1e-5", "--json", "half.json", "--quiet"])
     out = capsys.readouterr().out
     assert rc == 1 and "FAIL: proven violation" in out and "sequential" in out
+    assert "epsilon_detectable" in out  # a FAIL too says what its rounds could catch
     rep = json.loads(Path("half.json").read_text())
     assert rep["verdict"] == "FAIL" and rep["metrics"]["bound"] == "betting"
     assert rep["metrics"]["trials"] <= 128000

@@ -300,10 +300,11 @@ def audit_sequential_blackbox(target: str, schedule: Schedule | None = None,
         cands, sel_pos, sel_neg = _candidates(streams, r + 1, dists, fit_rng)
         bets = betting.plan_bets(betting.bet_menu(sel_pos, sel_neg), evidence.grid,
                                  setup.delta)
-    pw = (None if stop == "violation" else betting.sequential_power(
-        looks, alpha=alpha, delta=setup.delta, epsilon=setup.epsilon_claimed,
-        probability=schedule.probability, upto=len(history) - 1))
-    if stop == "powered" and pw is not None:
+    # On a FAIL too: what the rounds run so far could catch is the evidence's power.
+    pw = betting.sequential_power(looks, alpha=alpha, delta=setup.delta,
+                                  epsilon=setup.epsilon_claimed,
+                                  probability=schedule.probability, upto=len(history) - 1)
+    if stop == "powered":
         # The stop was earned at detect x the claim, by the same simulation: the bisected
         # figure may land a hair above it (Monte Carlo), never meaningfully.
         pw = dataclasses.replace(pw, epsilon=min(pw.epsilon,
@@ -347,6 +348,8 @@ def _result(setup: AuditSetup, options: Mapping[str, Any], pairs: list[Pair],
             "stake": b.stake, "anticipated_growth": b.growth},
         "accountant": acc_note,
     }
+    if b is not None:
+        evidence_out["witness"] = pairs[cands[b.candidate].stream].describe()
     res = AuditResult(setup.name, "blackbox", evidence.lower(alpha, claim), setup.epsilon_claimed,
                       eps_acc, setup.delta, 1.0 - alpha, trials, "betting", details,
                       evidence_out, claim_rejected=stop == "violation")

@@ -488,22 +488,8 @@ def _gdp(runs: list[dict[str, Any]], alpha: float) -> tuple[float, str, str]:
 def _parametric(setup: Any, runs: list[dict[str, Any]], alpha: float
                 ) -> dict[str, Any] | str:
     """The sampled-Gaussian family's bound (Bonferroni over pairs), or why it does not apply."""
-    if setup.delta <= 0:
-        return "a Gaussian family has no finite pure-DP epsilon"
-    family = sampled.family_of(plain_ledger(setup), setup.relation)
-    if isinstance(family, str):
-        return family
-    best: dict[str, Any] | None = None
-    for r in runs:
-        k, how = sampled.kappa_lower_bound(r["loss_D"], r["loss_D_prime"], family,
-                                           canary_in_D=r["canary_in_D"],
-                                           alpha=alpha / len(runs))
-        if best is None or k > best["kappa_lower"]:
-            best = {"kappa_lower": k, "statistic": how, "pair": r["label"]}
-    assert best is not None
-    best["epsilon"] = sampled.family_epsilon(family, best["kappa_lower"], setup.delta)
-    best["family"] = family
-    return best
+    return sampled.bound_runs(sampled.family_of(plain_ledger(setup), setup.relation), runs,
+                              alpha=alpha, delta=setup.delta)
 
 
 def _choose(bound: str, gdp_valid: bool, par: dict[str, Any] | str, delta: float) -> str:

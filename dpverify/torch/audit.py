@@ -7,8 +7,11 @@ world (trial axis first, as :meth:`dpverify.curator.Curator.replay` would have m
 The privacy loss of every transcript then comes from
 :func:`dpverify.audit.whitebox.transcript_privacy_loss`, and the lower bound from the same
 statistics as :func:`dpverify.audit.whitebox.audit_whitebox`: Clopper-Pearson on the loss
-as a threshold test (valid with no assumption), or the GDP bound where every release is an
-unsampled Gaussian.
+as a threshold test (valid with no assumption), the GDP bound where every release is an
+unsampled Gaussian, or, where every release is a Poisson-sampled Gaussian (DP-SGD), the
+parametric bound in the family the accountant assumes
+(:func:`dpverify.audit.sampled.bound_runs`), which reads only the losses and so holds on
+replay records reduced to the plane of the worlds' difference.
 
 :func:`assert_private` puts everything in one line of a test, and raises an
 ``AssertionError`` whose message carries the verdict, the evidence and the epsilon the
@@ -28,7 +31,7 @@ import numpy as np
 import torch
 
 from dpverify.accounting import account_events, ledger_events
-from dpverify.audit import stats
+from dpverify.audit import sampled, stats
 from dpverify.audit.result import AuditResult
 from dpverify.audit.whitebox import gdp_mu_lower_bound_whitebox, transcript_privacy_loss
 from dpverify.claims import Verdict
@@ -41,6 +44,7 @@ from dpverify.torch.record import ReplaySpec, record
 from dpverify.torch.run import REPLAY_TOLERANCE, Run
 
 Train = Callable[..., Any]
+BOUNDS = ("auto", "cp", "gdp", "parametric")
 
 
 def call_train(train: Train, data: Any, seed: int) -> Any:
@@ -157,6 +161,7 @@ class WhiteboxPlan:
     simulate: bool | None = None
     block: int = 64  # simulated trials at a time
     device: str = "cpu"  # where the simulation runs
+    bound: str = "auto"  # auto, cp, gdp or parametric (see whitebox)
 
 
 def _replayed_ledgers(train: Train, pair: CanaryPair, plan: WhiteboxPlan,
@@ -250,19 +255,25 @@ def whitebox(train: Train, pair: CanaryPair, claim: tuple[float, float],
     led_D, led_Dp, first, how = _trial_ledgers(train, pair, plan)
     LD, VD, gD = transcript_privacy_loss(led_D)
     LP, VP, gP = transcript_privacy_loss(led_Dp)
-    losses = {"loss_D": LD, "loss_D_prime": -LP,
+    losses = {"loss_D": LD, "loss_D_prime": -LP, "label": pair.label or "canary",
+              "canary_in_D": len(pair.D) > len(pair.D_prime),
               "V": np.concatenate([VD, VP]) if (gD and gP) else None}
     alpha = 1.0 - plan.confidence
     n_sel = max(1, min(plan.trials - 1, int(round(plan.trials * plan.select_fraction))))
-    split = stats.ScoreSplit(pair.label or "canary", LD[:n_sel], -LP[:n_sel], LD[n_sel:],
+    split = stats.ScoreSplit(losses["label"], LD[:n_sel], -LP[:n_sel], LD[n_sel:],
                              -LP[n_sel:])
     cp = stats.bound_from_scores([split], delta=delta, alpha=alpha, method="cp")
-    use_gdp = gD and gP
-    mu, method = gdp_mu(losses, alpha) if use_gdp else (None, None)
-    lower = stats.epsilon_from_gdp(mu, delta) if use_gdp else cp.epsilon
+    chosen, par = _choose_bound(plan.bound, gD and gP, first, losses, (alpha, delta))
+    mu, method = gdp_mu(losses, alpha) if chosen == "gdp" else (None, None)
+    lower = {"gdp": lambda: stats.epsilon_from_gdp(mu, delta), "cp": lambda: cp.epsilon,
+             "parametric": lambda: par["epsilon"]}[chosen]()
     n_test = plan.trials - n_sel
     details = {
         "epsilon_lower_cp": cp.epsilon, "mu_lower": mu, "gdp_method": method,
+        "epsilon_lower_parametric": par["epsilon"] if isinstance(par, dict) else None,
+        "kappa_lower": par["kappa_lower"] if isinstance(par, dict) else None,
+        "parametric": (f"{par['statistic']} statistic, {par['family'].steps} releases"
+                       if isinstance(par, dict) else par),
         "epsilon_replayed": _replayed_epsilon(led_D, led_Dp, delta, first.relation),
         "detectable": float(stats.epsilon_lower_bound(0, n_test, 0, n_test, delta, alpha)),
         "releases": len(led_D), "runs_total": 2 * plan.trials, "pair": pair.label,
@@ -271,12 +282,39 @@ def whitebox(train: Train, pair: CanaryPair, claim: tuple[float, float],
     evidence = {"cp_test": cp.to_dict(),
                 "loss_quantiles_D": np.quantile(LD, [0.01, 0.5, 0.99]).tolist(),
                 "loss_quantiles_D_prime": np.quantile(-LP, [0.01, 0.5, 0.99]).tolist()}
-    assumptions = ([] if not use_gdp else
-                   ["GDP bound: every release an unsampled Gaussian"])
-    return AuditResult(getattr(train, "__name__", "train"), "whitebox", float(lower), eps,
-                       pld_epsilon(first.ledger, delta, first.relation), delta,
-                       plan.confidence, plan.trials,
-                       "gdp" if use_gdp else "cp", details, evidence, assumptions)
+    assumptions = {"gdp": ["GDP bound: every release an unsampled Gaussian"],
+                   "parametric": [sampled.ASSUMPTION]}.get(chosen, [])
+    res = AuditResult(getattr(train, "__name__", "train"), "whitebox", float(lower), eps,
+                      pld_epsilon(first.ledger, delta, first.relation), delta,
+                      plan.confidence, plan.trials, chosen, details, evidence, assumptions)
+    if isinstance(par, dict) and chosen == "parametric":
+        res.with_power(sampled.parametric_power(par["family"], plan.trials, alpha=alpha,
+                                                delta=delta, epsilon=eps))
+        details["detectable"] = res.epsilon_detectable
+    return res
+
+
+def _choose_bound(bound: str, gaussian: bool, first: Run, losses: dict[str, Any],
+                  level: tuple[float, float]) -> tuple[str, dict[str, Any] | str]:
+    """Which bound to report (``plan.bound``; ``auto``: GDP where every release is an
+    unsampled Gaussian, else the Poisson-sampled Gaussian family where the ledger is one,
+    else CP), and the family's bound or why it does not apply."""
+    alpha, delta = level
+    if bound not in BOUNDS:
+        raise InputError(f"bound must be one of {BOUNDS}, got {bound!r}")
+    par: dict[str, Any] | str = "not asked for"
+    if bound in ("auto", "parametric") and not (gaussian and bound == "auto"):
+        par = sampled.bound_runs(sampled.family_of(first.ledger, first.relation), [losses],
+                                 alpha=alpha, delta=delta)
+    if bound == "parametric" and isinstance(par, str):
+        raise InputError(f"the parametric bound does not apply: {par}")
+    if bound == "gdp" and not gaussian:
+        raise InputError("the GDP bound needs every release to be an unsampled Gaussian")
+    if bound != "auto":
+        return bound, par
+    if gaussian and delta > 0:
+        return "gdp", par
+    return ("cp" if isinstance(par, str) else "parametric"), par
 
 
 #: Relative spread of the replayed squared sensitivities that float32 arithmetic leaves
