@@ -146,7 +146,7 @@ def _claim(p: Mapping[str, Any]) -> PrivacyClaim:
 #: lam = 0.1 forgets early releases geometrically).
 _SUFFICIENT = {"lam": 0.0, "radius": 1000.0}
 _WHITEBOX = CheckConfig(
-    options={"confidence": 0.999},
+    options={"confidence": 0.999}, thorough={"trials": 4000},
     description="white-box replay on the worst-case canary (linear loss): the sound "
                 "variant is tight there, so confidence 0.999 keeps its false alarms rare")
 _BLACKBOX = CheckConfig(params=_SUFFICIENT, description="black-box audit of x_T, lam = 0")
@@ -159,7 +159,10 @@ def _outlier_audits(why: str) -> Battery:
     desc = f"the outlier canary, linear loss: {why}"
     opts = {"neighbours": "outlier"}
     return Battery(checks={
-        "audit.whitebox": CheckConfig(params={"loss": "linear"}, options=opts,
+        # the outlier moves each release 100 times its declared bound: 200 trials show it
+        "audit.whitebox": CheckConfig(params={"loss": "linear"},
+                                      options={**opts, "trials": 200},
+                                      thorough={"trials": 1000},
                                       description=desc).over(_WHITEBOX),
         "audit.blackbox": CheckConfig(params={"loss": "linear"}, options=opts,
                                       description=desc).over(_BLACKBOX)})
