@@ -35,6 +35,6 @@ import torch; print("cuda", torch.cuda.is_available(), torch.cuda.get_device_nam
 PY
 step() { local name=$1; shift; local t=$(date +%s); timeout "$1" "${@:2}" > "$OUT/$name.log" 2>&1; echo "$name rc=$? $(( $(date +%s) - t ))s" | tee -a "$OUT/steps.txt"; tail -25 "$OUT/$name.log"; }
 step agree_tests 180 $PY -m pytest -q -p no:cacheprovider -o addopts="" tests/test_agreement.py tests/test_torch_backend.py -k "cuda or agree" -rs
-step bench_torch 120 $PY benchmarks/bench_torch.py --trials 1000 --n 500 --T 50
+step bench_torch 180 $PY benchmarks/bench_torch.py --trials "${BENCH_TRIALS:-1000}" --n 500 --T 50
 step bench_torch_loop 120 $PY benchmarks/bench_torch_loop.py --device cuda --trials 1000 --json "$OUT/torch_loop.json"
 [ "${SKIP_PAPER001:-0}" = 1 ] || step paper001 240 $PY benchmarks/paper001_large_n.py --budget-s 150 --json "$OUT/paper001_large_n.json"
