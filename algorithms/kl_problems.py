@@ -19,6 +19,19 @@ measured rate can be compared with the exponent its kappa implies:
     ``F(w) - F* <= ||grad F(w)|| ||w - w*||``, F is (gamma, kappa)-KL with
     ``gamma = (2^(p-2) / a)^(1/p)``. Both hold on the region ``||w - c|| <= R0 - spread``
     where the power part is in force.
+    With ``spread = 0`` (every record at the origin) the power problem also serves
+    kappa > 2 (1 < p < 2, the sharp growth of Theorem 2's regime): F is then exactly
+    ``(a/p)||w||^p`` inside R0, whose KL constant is ``gamma = a^(-1/p) p^(-1/kappa)``,
+    and it is not smooth at the record. With records spread out, F is smooth at its
+    minimiser and so grows only quadratically there: no kappa > 2 holds, and the problem
+    is refused.
+``tail`` (``linear`` or ``power``)
+    ``linear`` (the default) continues every loss linearly beyond R0, as above.
+    ``power`` keeps ``r^p / p`` everywhere: the declared L0 (and L1) then hold only within
+    R0 of every record, the paper's own local assumption (f Lipschitz and smooth on a ball,
+    Theorems 1 and 2), and a record far from the others has a gradient far above L0. This
+    is the problem on which an algorithm that relies on global Lipschitzness without
+    clipping (Theorem 3, line 252; Appendix E, line 908) can be caught.
 ``huber`` (kappa = 1)
     The same loss with p = 2 and a small ``R0 = huber_delta``. Any convex F satisfies
     ``F(w) - F* <= <grad F(w), w - w*> <= ||grad F(w)|| ||w - w*||``, so it is
@@ -52,6 +65,7 @@ from dpverify.errors import InputError
 from dpverify.registry import Problem
 
 PROBLEM_KINDS = ("auto", "power", "huber", "theorem8")
+TAILS = ("linear", "power")
 
 
 def _np_xp() -> Any:
@@ -131,16 +145,23 @@ class RadialLoss:
     a: float
     R0: float
     name: str = "radial"
+    tail: str = "linear"
 
     @property
     def lipschitz(self) -> float:
         return self.a * self.R0 ** (self.p - 1.0)
 
     @property
-    def smoothness(self) -> float:
+    def smoothness(self) -> float | None:
         # Radial second derivative a (p-1) r^(p-2) inside R0 (largest at R0), tangential
-        # a h'(r)/r <= a R0^(p-2) everywhere.
+        # a h'(r)/r <= a R0^(p-2) everywhere; for p < 2 both blow up at the record.
+        if self.p < 2.0:
+            return None
         return self.a * max(self.p - 1.0, 1.0) * self.R0 ** (self.p - 2.0)
+
+    def _clamp(self, r: Any, xp: Any) -> Any:
+        """The radius the power part sees: r itself without the linear tail."""
+        return r if self.tail == "power" else xp.minimum(r, 0.0 * r + self.R0)
 
     def _r2(self, W: Any, X: Any, xp: Any) -> Any:
         # ||w - x||^2 for every (trial, record) without a (trials, n, d) intermediate.
@@ -151,17 +172,24 @@ class RadialLoss:
         """Per-sample losses, (trials, n)."""
         p, R0 = self.p, self.R0
         r = xp.sqrt(self._r2(W, X, xp))
-        rc = xp.minimum(r, 0.0 * r + R0)
+        rc = self._clamp(r, xp)
         # r^p/p inside R0, its tangent line R0^(p-1) (r - R0) + R0^p/p beyond.
         return self.a * (rc**p / p + R0 ** (p - 1.0) * (r - rc))
 
     def _dh(self, r: Any, xp: Any) -> tuple[Any, Any]:
-        """h'(r) and h'(r)/r (finite at r = 0 for p >= 2), elementwise."""
+        """h'(r) and h'(r)/r, elementwise (0 at r = 0, the subgradient of the minimum)."""
         p, R0 = self.p, self.R0
-        rc = xp.minimum(r, 0.0 * r + R0)
-        outside = R0 / xp.maximum(r, 0.0 * r + R0)  # 1 inside R0, R0/r beyond
+        rc = self._clamp(r, xp)
+        # 1 inside R0, R0/r beyond (always 1 without the linear tail)
+        outside = (xp.ones_like(r) if self.tail == "power"
+                   else R0 / xp.maximum(r, 0.0 * r + R0))
         if p == 2.0:
             return rc, outside
+        if p < 2.0:  # r^(p-2) is infinite at r = 0, where the gradient is 0
+            pos = rc > 0
+            safe = xp.where(pos, rc, xp.ones_like(rc))
+            return rc ** (p - 1.0), xp.where(pos, safe ** (p - 2.0) * outside,
+                                             xp.zeros_like(rc))
         return rc ** (p - 1.0), rc ** (p - 2.0) * outside
 
     def coefficients(self, W: Any, X: Any, xp: Any, clip: float | None) -> Any:
@@ -272,7 +300,9 @@ def power_gamma(p: float, a: float) -> float:
 
     p = 2: F is exactly ``(a/2)||w - xbar||^2 + const``, so ``gamma = 1/sqrt(2a)``. p > 2:
     ``(2^(p-2) / a)^(1/p)``, from strong monotonicity of order p of the gradient and
-    convexity (module docstring).
+    convexity (module docstring). 1 < p < 2 (kappa > 2, every record at one point):
+    ``F - F* = (a/p) r^p`` and ``||grad F|| = a r^(p-1)``, so the KL inequality is an
+    equality at ``gamma = a^(-1/p) p^(-1/kappa)``.
 
     Examples
     --------
@@ -280,9 +310,14 @@ def power_gamma(p: float, a: float) -> float:
     0.7071
     >>> round(power_gamma(3.0, 1.0) ** 3, 6)
     2.0
+    >>> round(power_gamma(1.5, 1.0) ** 3, 6)  # kappa = 3: gamma^3 = 1/p
+    0.666667
     """
     if abs(p - 2.0) < 1e-12:
         return 1.0 / math.sqrt(2.0 * a)
+    if p < 2.0:
+        kappa = p / (p - 1.0)
+        return a ** (-1.0 / p) * p ** (-1.0 / kappa)
     return (2.0 ** (p - 2.0) / a) ** (1.0 / p)
 
 
@@ -365,8 +400,12 @@ def resolve_kind(params: Mapping[str, Any]) -> str:
     kappa = float(params.get("kappa", 2.0))
     if kind == "auto":
         kind = "huber" if kappa == 1.0 else ("power" if kappa <= 2.0 else "theorem8")
-    if kind == "power" and not (1.0 < kappa <= 2.0):
-        raise InputError(f"the power problem needs 1 < kappa <= 2, got {kappa}")
+    if kind == "power" and not 1.0 < kappa:
+        raise InputError(f"the power problem needs kappa > 1, got {kappa}")
+    if kind == "power" and kappa > 2.0 and float(params.get("spread", 0.25)) != 0.0:
+        raise InputError(f"the power problem with kappa = {kappa} > 2 needs spread = 0 "
+                         "(records spread out make F grow only quadratically at its "
+                         "minimiser, so no kappa > 2 holds)")
     if kind == "huber" and kappa != 1.0:
         raise InputError(f"the huber problem is stated for kappa = 1, got {kappa}")
     if kind == "theorem8" and kappa < 2.0:
@@ -380,8 +419,9 @@ def make_kl_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Prob
     Parameters (keys of ``params``): ``problem`` (``auto``, ``power``, ``huber``,
     ``theorem8``), ``kappa``, ``n``, ``d``, ``a`` (loss scale), ``spread`` (records lie in
     the ball of this radius around the origin), ``radius`` (R0 of the power branch, or the
-    KL ball for ``huber``), ``huber_delta``, ``w0_distance`` (the public start is
-    ``w0_distance * e_1``), ``lb_epsilon`` (theorem8's epsilon).
+    KL ball for ``huber``), ``huber_delta``, ``tail`` (``linear`` or ``power``, see the
+    module docstring), ``w0_distance`` (the public start is ``w0_distance * e_1``),
+    ``lb_epsilon`` (theorem8's epsilon).
 
     ``info`` holds ``gamma``, ``kappa``, ``lipschitz`` (L0), ``smoothness`` (L1, None when
     the losses are not smooth), ``F0`` (a data-independent bound on F(w0) - F*), ``w0``,
@@ -407,6 +447,9 @@ def make_kl_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Prob
 
     spread = float(params.get("spread", 0.25))
     radius = float(params.get("radius", 2.0))
+    tail = str(params.get("tail", "linear"))
+    if tail not in TAILS:
+        raise InputError(f"tail must be one of {TAILS}, got {tail!r}")
     if kind == "power":
         p = kappa / (kappa - 1.0)
         R0 = radius
@@ -418,7 +461,7 @@ def make_kl_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Prob
         p, R0 = 2.0, float(params.get("huber_delta", 0.25))
         gamma = radius + spread
         kl_radius = radius
-    loss = RadialLoss(p=p, a=a, R0=R0, name=kind)
+    loss = RadialLoss(p=p, a=a, R0=R0, name=kind, tail=tail)
     X = _ball_points(n, d, spread, rng)
     data = Dataset(X, np.zeros(n))
     objective, grad = _objective_fns(loss, data)
@@ -432,7 +475,7 @@ def make_kl_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Prob
     F0 = min((gamma * loss.lipschitz) ** kappa, f0_bound)  # F0 <= (gamma L0)^kappa (line 56)
     F_star = float(objective(optimum)[0])
     info = {
-        "problem": kind, "gamma": gamma, "kappa": kappa, "p": p,
+        "problem": kind, "tail": tail, "gamma": gamma, "kappa": kappa, "p": p,
         "lipschitz": loss.lipschitz, "smoothness": loss.smoothness,
         "weak_convexity": 0.0, "F0": F0, "w0": w0, "F_star": F_star,
         "kl_region": {"center": np.zeros(d), "radius": kl_radius},

@@ -263,6 +263,8 @@ def epsilon_of_event(
     4.377
     """
     relation = check_relation(relation)
+    if delta == 0:
+        return pure_epsilon(event, relation)
     rel = _RELATIONS[relation]
     if accountant == "pld" and type(event) is dpa.GaussianDpEvent and event.noise_multiplier > 0:
         # A lone Gaussian (every unsampled history, once merged) has a closed form, the
@@ -282,27 +284,118 @@ def epsilon_of_event(
     return float(acc.compose(event).get_epsilon(delta))
 
 
+def unsupported_reason(events: Iterable[dpa.DpEvent], relation: str, accountant: str) -> str:
+    """Why ``accountant`` gives no epsilon for ``events`` (its NaN), in words; "" if it does.
+
+    Names the innermost event dp_accounting's accountant does not support under the
+    relation (its ``supports`` says no), e.g. its RDP accountant has no Poisson subsampling
+    under replace-one neighbours.
+
+    Examples
+    --------
+    >>> ev = dpa.PoissonSampledDpEvent(0.1, dpa.GaussianDpEvent(2.0))
+    >>> print(unsupported_reason([ev], "replace_one", "rdp"))  # doctest: +NORMALIZE_WHITESPACE
+    dp_accounting's RDP accountant does not support PoissonSampledDpEvent under
+    replace-one neighbours
+    >>> unsupported_reason([ev], "add_remove", "rdp")
+    ''
+    """
+    rel = _RELATIONS[check_relation(relation)]
+    if accountant == "pld":
+        acc: Any = PLDAccountant(neighboring_relation=rel)
+    else:
+        acc = RdpAccountant(neighboring_relation=rel)
+    todo = list(events)
+    culprit = None
+    while todo:
+        ev = todo.pop(0)
+        if acc.supports(ev):
+            continue
+        culprit = ev
+        subs = getattr(ev, "events", None) or [getattr(ev, "event", None)]
+        todo = [e for e in subs if e is not None]  # look inside the unsupported one
+    if culprit is None:
+        return ""
+    return (f"dp_accounting's {accountant.upper()} accountant does not support "
+            f"{type(culprit).__name__} under {relation.replace('_', '-')} neighbours")
+
+
+def pure_epsilon(event: dpa.DpEvent, relation: str = "add_remove") -> float:
+    """Epsilon of ``event`` at delta = 0 (pure DP): ``inf`` where no epsilon holds.
+
+    Laplace noise with multiplier b (scale over sensitivity) is 1/b-DP (Dwork, McSherry,
+    Nissim and Smith 2006, Proposition 1); randomized response on k buckets keeping the
+    truth with probability 1 - p + p/k is log(1 + k (1 - p) / p)-DP; pure DP composes
+    additively (Dwork and Roth 2014, Theorem 3.16). Sampling amplifies it to
+    log(1 + q (e^eps - 1)): Poisson at rate q under add/remove, and m of n without
+    replacement (q = m / n) under replace-one (Balle, Barthe and Gaboardi 2018, Theorems 8
+    and 9). Gaussian noise and zCDP are never pure (``inf``); a sampling scheme the
+    theorems do not cover under ``relation`` gives ``nan`` (not supported).
+
+    Examples
+    --------
+    >>> pure_epsilon(dpa.ComposedDpEvent([dpa.LaplaceDpEvent(10.0), dpa.LaplaceDpEvent(5.0)]))
+    0.30000000000000004
+    >>> round(pure_epsilon(dpa.PoissonSampledDpEvent(0.1, dpa.LaplaceDpEvent(1.0))), 4)
+    0.1586
+    >>> pure_epsilon(dpa.GaussianDpEvent(3.0))
+    inf
+    """
+    if isinstance(event, dpa.NoOpDpEvent):
+        return 0.0
+    if isinstance(event, dpa.LaplaceDpEvent):
+        b = float(event.noise_multiplier)
+        return 1.0 / b if b > 0 else math.inf
+    if isinstance(event, dpa.RandomizedResponseDpEvent):
+        p, k = float(event.noise_parameter), int(event.num_buckets)
+        return math.log1p(k * (1.0 - p) / p) if p > 0 else math.inf
+    if isinstance(event, dpa.ComposedDpEvent):
+        return float(sum(pure_epsilon(e, relation) for e in event.events))
+    if isinstance(event, dpa.SelfComposedDpEvent):
+        return int(event.count) * pure_epsilon(event.event, relation)
+    rate = _pure_sampling_rate(event, relation)
+    if rate is not None:
+        inner = pure_epsilon(event.event, relation)
+        return math.log1p(rate * math.expm1(inner)) if math.isfinite(inner) else inner
+    if isinstance(event, (dpa.SampledWithReplacementDpEvent, dpa.PoissonSampledDpEvent,
+                          dpa.SampledWithoutReplacementDpEvent)):
+        return math.nan
+    return math.inf  # Gaussian, zCDP, non-private: no finite epsilon at delta = 0
+
+
+def _pure_sampling_rate(event: dpa.DpEvent, relation: str) -> float | None:
+    """The amplification rate of a sampled event where Balle et al. 2018 cover it."""
+    if isinstance(event, dpa.PoissonSampledDpEvent) and relation == "add_remove":
+        return float(event.sampling_probability)
+    if isinstance(event, dpa.SampledWithoutReplacementDpEvent) and relation == "replace_one":
+        return float(event.sample_size) / float(event.source_dataset_size)
+    return None
+
+
 def account_events(
     events: list[dpa.DpEvent] | dict[str, list[dpa.DpEvent]], delta: float,
     relation: str = "add_remove",
 ) -> AccountingResult:
-    """Worst epsilon over record histories, by PLD and RDP.
+    """Worst epsilon over record histories, by PLD and RDP (pure DP at delta = 0).
 
     ``events`` is one list for both accountants, or a list per accountant name (the
     ledger's releases read in each accountant's convention). The headline epsilon is PLD's
-    (tight) where it supports every event, else RDP's.
+    (tight) where it supports every event, else RDP's. At delta = 0 the one answer is
+    the pure epsilon of :func:`pure_epsilon` (reported as ``pure``).
     """
     delta = check_delta(delta)
     per = events if isinstance(events, dict) else {"pld": events, "rdp": events}
-    shown = per.get("pld") or per.get("rdp") or []
+    if delta == 0:
+        per = {"pure": per.get("pld") or per.get("rdp") or []}
+    shown = per.get("pld") or per.get("rdp") or per.get("pure") or []
     if any(_has_nonprivate(e) for evs in per.values() for e in evs):
-        return AccountingResult(math.inf, delta, relation, {"pld": math.inf, "rdp": math.inf},
+        return AccountingResult(math.inf, delta, relation, dict.fromkeys(per, math.inf),
                                 events=tuple(shown))
     by: dict[str, float] = {}
     for name, evs in per.items():
         vals = [epsilon_of_event(e, delta, relation, name) for e in evs]
         by[name] = math.nan if any(math.isnan(v) for v in vals) else max(vals, default=0.0)
-    eps = by.get("pld", math.nan)
+    eps = by.get("pure", by.get("pld", math.nan))
     if math.isnan(eps):
         eps = by.get("rdp", math.nan)
     if math.isnan(eps):
@@ -423,7 +516,7 @@ def calibrate_noise_multiplier(
     True
     """
     target_epsilon = check_epsilon(target_epsilon, "target_epsilon")
-    target_delta = check_delta(target_delta, "target_delta")
+    target_delta = check_delta(target_delta, "target_delta", positive=True)
     rel = _RELATIONS[check_relation(relation)]
 
     def fresh_rdp() -> dpa.PrivacyAccountant:

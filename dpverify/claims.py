@@ -57,10 +57,15 @@ class Verdict(str, enum.Enum):
 class PrivacyClaim:
     """A privacy guarantee: (epsilon, delta)-DP or rho-zCDP under a neighbouring relation.
 
+    delta = 0 is a pure epsilon-DP claim (Laplace, randomized response, report-noisy-max,
+    the sparse vector technique, the exponential mechanism).
+
     Examples
     --------
     >>> PrivacyClaim(epsilon=1.0, delta=1e-5).relation
     'add_remove'
+    >>> PrivacyClaim(epsilon=0.1, delta=0).epsilon_at(0.0)
+    0.1
     >>> PrivacyClaim(rho=0.5).kind
     'zcdp'
     """
@@ -97,7 +102,7 @@ class PrivacyClaim:
         """
         if self.epsilon is not None and (self.delta is None or delta >= self.delta):
             return float(self.epsilon)
-        if self.rho is not None:
+        if self.rho is not None and delta > 0:
             # Bun & Steinke 2016, Prop 1.3: rho-zCDP gives (rho + 2 sqrt(rho log 1/delta), delta).
             return self.rho + 2.0 * math.sqrt(self.rho * math.log(1.0 / delta))
         return math.inf

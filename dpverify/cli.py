@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import sys
 import warnings
 from collections.abc import Sequence
@@ -27,6 +28,10 @@ PLUGGED = {
     "check": ("dpverify.conformance", "the conformance battery on registered algorithms"),
     "report": ("dpverify.report.cli", "render or merge report.json files as Markdown and HTML"),
 }
+
+
+# Subcommands that run no trials: the shared options of the others do not apply to them.
+RENDER_ONLY = {"report"}
 
 
 def parse_params(items: Sequence[str] | None) -> dict[str, Any]:
@@ -51,56 +56,119 @@ def parse_params(items: Sequence[str] | None) -> dict[str, Any]:
     return out
 
 
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Help that states every option's default: appended wherever the text does not.
+
+    A flag's default is "off"; an option whose default is "not given" must say in its
+    own words what happens then (``tests/test_cli.py`` checks every subcommand).
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (not action.option_strings or action.default is argparse.SUPPRESS
+                or "default" in text.lower()):
+            return text
+        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+            return f"{text} (default: {'off' if not action.default else 'on'})"
+        if action.default is None or action.default == []:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 def add_claim_arguments(p: argparse.ArgumentParser) -> None:
     """TARGET and the claim to judge it against, for commands that test a privacy claim."""
     p.add_argument("target", help="name, name:variant, or module:function")
     p.add_argument("--epsilon", type=float, default=None,
                    help="claimed epsilon (default: a registered target's own claim)")
     p.add_argument("--delta", type=float, default=None,
-                   help="claimed delta in (0, 1) (default: a registered target's own claim)")
+                   help="claimed delta in [0, 1); 0 claims pure epsilon-DP (default: a registered "
+                        "target's own claim)")
 
 
 def add_common_options(p: argparse.ArgumentParser, *, suite: bool = False) -> None:
     """Options shared by the subcommands that run trials."""
-    p.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
-    p.add_argument("--trials", type=int, default=None, help="trials per check")
+    p.add_argument("--seed", type=int, default=0, help="root seed")
+    p.add_argument("--trials", type=int, default=None,
+                   help="trials per check (default: each check's own count)")
     p.add_argument("--workers", type=int, default=1, help="local worker processes")
-    p.add_argument("--executor", choices=["local", "dask"], default="local")
-    p.add_argument("--scheduler", default=None, help="dask scheduler address")
+    p.add_argument("--executor", choices=["local", "dask"], default="local",
+                   help="where trial blocks run")
+    p.add_argument("--scheduler", default=None,
+                   help="dask scheduler address (default: none, a local cluster)")
     p.add_argument("--backend", default="numpy", help="numpy | torch | torch:cuda")
-    p.add_argument("--scale", choices=["quick", "thorough"], default="quick")
-    p.add_argument("--json", dest="json_path", default=None, help="write results as JSON here")
-    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--scale", choices=["quick", "thorough"], default="quick",
+                   help="quick: short runs; thorough: the counts a report is made with")
+    p.add_argument("--json", dest="json_path", default=None, metavar="FILE",
+                   help="also write the results as JSON here (default: not written)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress display (the reason for exit code 1 is still shown)")
     p.add_argument("--checkpoint", default=None, metavar="DIR",
-                   help="keep finished trial blocks here; a rerun resumes from them")
-    if not suite:
-        p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                       help="algorithm parameter override (repeatable)")
+                   help="keep finished trial blocks here; a rerun resumes from them "
+                        "(default: none kept)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help=("algorithm parameter override, applied to every check whose "
+                         "algorithm has it (repeatable; default: the suites' own)")
+                   if suite else "algorithm parameter override (repeatable; default: the "
+                                 "algorithm's own)")
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every file or folder the command will write, checked before any work.
+
+    Examples
+    --------
+    >>> try:
+    ...     check_outputs(argparse.Namespace(json_path="/proc/x/r.json"))
+    ... except InputError as e:
+    ...     print(str(e).split(":")[0])
+    --json '/proc/x/r.json'
+    """
+    from dpverify.report.io import check_writable
+
+    files = {"json_path": "--json", "plot": "--plot"}
+    folders = {"out": "--out", "checkpoint": "--checkpoint"}
+    for attr, flag in files.items():
+        if getattr(args, attr, None):
+            check_writable(getattr(args, attr), flag)
+    for attr, flag in folders.items():
+        if getattr(args, attr, None):
+            check_writable(getattr(args, attr), flag, folder=True)
 
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="dpverify",
+        prog="dpverify", formatter_class=DefaultsFormatter,
         description="Testing and verification harness for differentially private optimization",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("run", help="run the checks of suite files and write a report")
+    p = sub.add_parser("run", help="run the checks of suite files and write a report",
+                       formatter_class=DefaultsFormatter, conflict_handler="resolve")
     p.add_argument("suites", nargs="+", help="suite files (TOML) or folders of them")
-    p.add_argument("--report-dir", default="reports/latest", help="where reports go")
-    p.add_argument("--baseline", default=None, help="report.json to compare against")
-    p.add_argument("--only", default=None, help="run only checks whose id contains this")
+    p.add_argument("--report-dir", default=None, metavar="DIR",
+                   help="where report.json, report.md and report.html go (default: a new "
+                        "folder reports/runs/<time>-<suites>, and reports/latest then "
+                        "points at it; no run overwrites another's report)")
+    p.add_argument("--baseline", default=None, metavar="FILE",
+                   help="a report.json to compare against: a changed verdict or a number "
+                        "outside its interval exits 1 (default: no comparison)")
+    p.add_argument("--only", default=None, metavar="TEXT",
+                   help="run only checks whose id contains TEXT (default: every check)")
     p.add_argument("--jobs", "-j", type=int, default=1,
-                   help="checks run at a time, each in its own process (default 1); results "
+                   help="checks run at a time, each in its own process; results "
                    "are the same for any value")
     add_common_options(p, suite=True)
     # None tells the runner whether --seed was given, so it can override the suites' seeds.
-    p.set_defaults(seed=None)
+    p.add_argument("--seed", type=int, default=None,
+                   help="root seed (default: each suite's own seed, else 0)")
 
-    p = sub.add_parser("list", help="every registered algorithm and variant with its claims")
-    p.add_argument("--json", dest="json_path", default=None)
+    p = sub.add_parser("list", help="every registered algorithm and variant with its claims",
+                       formatter_class=DefaultsFormatter)
+    p.add_argument("--json", dest="json_path", default=None, metavar="FILE",
+                   help="also write the list as JSON here (default: not written)")
 
-    p = sub.add_parser("account", help="epsilon of a target's ledger (PLD and RDP)")
+    p = sub.add_parser("account", help="epsilon of a target's ledger (PLD and RDP)",
+                       formatter_class=DefaultsFormatter)
     p.add_argument("target", help="name or name:variant")
     p.add_argument("--delta", type=float, default=None, help="delta (default: the claim's)")
     add_common_options(p)
@@ -124,8 +192,10 @@ def _build_parser() -> argparse.ArgumentParser:
                           f"the {name!r} subcommand is unavailable", stacklevel=2)
             continue
         # A capability may redefine a shared option (its own help or default) and wins.
-        p = sub.add_parser(name, help=help_text, conflict_handler="resolve")
-        add_common_options(p)
+        p = sub.add_parser(name, help=help_text, conflict_handler="resolve",
+                           formatter_class=DefaultsFormatter)
+        if name not in RENDER_ONLY:
+            add_common_options(p)
         mod.configure_parser(p)
         p.set_defaults(_plugged=mod)
     return parser
@@ -176,7 +246,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 def _cmd_account(args: argparse.Namespace) -> int:
     from dpverify.account_check import account_target, exceeds_claim
-    from dpverify.accounting import claimed_epsilon
+    from dpverify.accounting import claimed_epsilon, ledger_events, unsupported_reason
     from dpverify.errors import check_delta
 
     if args.delta is not None:
@@ -184,16 +254,21 @@ def _cmd_account(args: argparse.Namespace) -> int:
     res, claim, ledger = account_target(args.target, parse_params(args.param), seed=args.seed,
                                         scale=args.scale, delta=args.delta)
     eps_claimed = claimed_epsilon(claim, res.delta)
+    # An accountant that cannot compose these releases gives NaN: say why, not "nan".
+    why = {acc: unsupported_reason(ledger_events(ledger, res.relation, acc), res.relation, acc)
+           or "unsupported events" for acc, eps in res.by_accountant.items() if math.isnan(eps)}
     out = {"target": args.target, **res.to_dict(), "epsilon_claimed": eps_claimed,
            "claim": claim.to_dict(), "releases": len(ledger),
-           "gradient_evaluations": ledger.records_touched}
+           "gradient_evaluations": ledger.records_touched,
+           **({"not_computed": why} if why else {})}
     if args.json_path:
         from dpverify.report.io import write_json_atomic
 
         write_json_atomic(args.json_path, out)
     print(f"{args.target}: {len(ledger)} releases, relation {res.relation}, delta {res.delta:g}")
     for acc, eps in res.by_accountant.items():
-        print(f"  epsilon ({acc.upper()}): {eps:.6g}")
+        print(f"  epsilon ({acc.upper()}): "
+              + (f"not computed: {why[acc]}" if acc in why else f"{eps:.6g}"))
     if res.rho is not None:
         print(f"  rho (zCDP): {res.rho:.6g}")
     print(f"  epsilon claimed: {eps_claimed:.6g}")
@@ -208,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     Examples
     --------
     >>> main(["account", "noisy_gd:sound", "--param", "T=3", "--delta", "2"])
-    dpverify: error: delta must be a number in (0, 1), got 2.0
+    dpverify: error: delta must be a number in [0, 1), got 2.0
     2
     """
     parser = _build_parser()
@@ -217,6 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # argparse: 2 on bad usage, 0 on --help
         return int(e.code or 0)
     try:
+        check_outputs(args)
         if args.command == "run":
             from dpverify.suites import run_command
 

@@ -478,7 +478,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="name, name:variant, or a package's entry point (default: every "
                              "registered algorithm)")
     parser.add_argument("--check", dest="names", action="append", default=None,
-                        choices=_NAMES, help="run only this battery check (repeatable)")
+                        choices=_NAMES, help="run only this battery check (repeatable; "
+                        "default: every check of the battery)")
     parser.add_argument("--jobs", "-j", type=int, default=1,
                         help="checks run at a time, each in its own process (default 1)")
     parser.add_argument("--expect-pass", action="store_true",

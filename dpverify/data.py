@@ -260,6 +260,58 @@ def canary_nonfinite(
     return _make_pair(D, x, 1.0, relation, "nonfinite")
 
 
+def least_used_direction(D: Dataset, rng: np.random.Generator) -> np.ndarray:
+    """A unit vector the data span least: orthogonal to them when n < d, else the right
+    singular vector of X with the smallest singular value (the direction of ClipBKD,
+    Jagielski, Ullman, Oprea 2020).
+
+    Examples
+    --------
+    >>> X = np.array([[1.0, 0.0], [2.0, 0.0], [3.0, 0.1]])
+    >>> np.round(np.abs(least_used_direction(Dataset(X, np.zeros(3)),
+    ...                                      np.random.default_rng(0))), 2).tolist()
+    [0.02, 1.0]
+    """
+    if D.n < D.d:
+        return _fresh_direction(D, rng)
+    _, _, vt = np.linalg.svd(D.X, full_matrices=False)
+    return vt[-1] / np.linalg.norm(vt[-1])
+
+
+def canary_worst_case(
+    D: Dataset, rng: np.random.Generator, relation: str = "add_remove", *,
+    clip: float | None = None,
+) -> NeighbourPair:
+    """A record that attains a declared clip norm at every step, where the data are not.
+
+    Its features are a unit vector the data use least (:func:`least_used_direction`)
+    scaled to ``min(clip, 1)`` (records stay in the unit ball of the test problems), with
+    a label that fights the data. Under a sum of records clipped to ``clip``, or a sum of
+    per-sample gradients of the linear loss -y <x, theta> (gradient -y x, the same at
+    every theta) clipped to ``clip``, it moves every release by exactly the declared
+    sensitivity: the worst case of the accountant's analysis, the Dirac canary gradient of
+    white-box audits (Nasr et al. 2023, "Tight auditing of DP ML"). Under replace-one the
+    record of largest norm is replaced by its antipode at that norm, label kept, so the
+    difference reaches twice that (the declared 2 clip) where the record is at the clip.
+
+    Examples
+    --------
+    >>> D, _ = synthetic_classification(50, 3, np.random.default_rng(0))
+    >>> p = canary_worst_case(D, np.random.default_rng(1), clip=1.0)
+    >>> p.relation, round(float(np.linalg.norm(p.D.X[0])), 12), p.D.n - p.D_prime.n
+    ('add_remove', 1.0, 1)
+    """
+    scale = min(float(clip), 1.0) if clip else 1.0
+    check_relation(relation)
+    if relation == "replace_one":
+        i = int(np.argmax(np.linalg.norm(D.X, axis=1)))
+        nrm = float(np.linalg.norm(D.X[i]))
+        x = -scale * D.X[i] / nrm if nrm > 0 else scale * least_used_direction(D, rng)
+        return NeighbourPair.replace_one(D, i, x, float(D.y[i]), "worst_case")
+    y = -1.0 if np.mean(D.y) >= 0 else 1.0
+    return _make_pair(D, scale * least_used_direction(D, rng), y, relation, "worst_case")
+
+
 def random_pair(
     D: Dataset, rng: np.random.Generator, relation: str = "add_remove"
 ) -> NeighbourPair:
@@ -274,6 +326,7 @@ def random_pair(
 
 
 PAIR_GENERATORS: dict[str, PairGenerator] = {
+    "worst_case": canary_worst_case,
     "fresh_direction": canary_fresh_direction,
     "clip_boundary": canary_clip_boundary,
     "outlier": canary_outlier,
@@ -311,6 +364,57 @@ def make_pair(
     )
 
 
+def check_finite(obj: object, where: str) -> None:
+    """Raise :class:`InputError` naming ``where`` and the value if ``obj`` holds NaN or inf.
+
+    ``obj`` is a Dataset, an array, or tuples, lists and dicts of them (whatever a user's
+    pair or data function returns); non-numeric leaves are left alone. A Dataset built
+    with ``allow_nonfinite`` (the deliberate ``nonfinite`` canary) passes.
+
+    Examples
+    --------
+    >>> check_finite((np.zeros((2, 2)), np.ones(2)), "pair D")
+    >>> try:
+    ...     check_finite((np.array([[0.0, np.nan]]), np.ones(1)), "neighbour function m:pair, D")
+    ... except InputError as e:
+    ...     print(e)
+    neighbour function m:pair, D[0] holds nan at index (0, 1): data must be finite numbers
+    """
+    if isinstance(obj, Dataset):
+        if not obj.allow_nonfinite:
+            check_finite((obj.X, obj.y), where)
+        return
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            check_finite(v, f"{where}[{k!r}]")
+        return
+    arr = _numeric(obj)
+    if arr is None:
+        if isinstance(obj, (tuple, list)):
+            for i, v in enumerate(obj):
+                check_finite(v, f"{where}[{i}]")
+        return
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        shown = idx[0] if len(idx) == 1 else idx
+        raise InputError(f"{where} holds {arr[idx]} at index {shown}: data must be finite "
+                         "numbers")
+
+
+def _numeric(obj: object) -> np.ndarray | None:
+    """``obj`` as a numeric (real or complex) array, or None if it is not one."""
+    if isinstance(obj, (str, bytes)) or obj is None:
+        return None
+    try:
+        arr = np.asarray(obj)
+    except (ValueError, TypeError):  # ragged: a tuple (X, y) of different shapes
+        return None
+    if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
+        return None
+    return arr
+
+
 def as_dataset(obj: object) -> Dataset:
     """Coerce a Dataset, an ``(X, y)`` tuple or a bare array (labels zero) to a Dataset."""
     if isinstance(obj, Dataset):
@@ -321,3 +425,141 @@ def as_dataset(obj: object) -> Dataset:
     if arr.ndim == 1:
         arr = arr[:, None]
     return Dataset(arr, np.zeros(arr.shape[0]))
+
+
+# Vectors of query answers ---------------------------------------------------------------
+#
+# A mechanism whose input is a vector of sensitivity-1 answers (counts, Laplace and
+# sparse-vector inputs) is audited on pairs of such vectors. The neighbouring relations
+# are read as follows:
+#
+# * ``add_remove``: one record added or removed moves one answer by one (a histogram or a
+#   single count: L1 sensitivity 1; StatDP's ONE_DIFFER);
+# * ``replace_one``: a record moves from one answer to another (one up, one down), or in
+#   or out of one;
+# * ``componentwise``: every answer may move by at most one, in any direction
+#   (|a_i - a'_i| <= 1, L-infinity sensitivity 1; overlapping counting queries, as the
+#   sparse vector technique and report-noisy-max assume; StatDP's ALL_DIFFER).
+
+QUERY_RELATIONS: tuple[str, ...] = ("add_remove", "replace_one", "componentwise")
+
+
+def check_query_relation(relation: str) -> str:
+    """Return a relation between query-answer vectors, or raise naming the known ones.
+
+    Examples
+    --------
+    >>> check_query_relation("componentwise")
+    'componentwise'
+    """
+    if relation not in QUERY_RELATIONS:
+        raise InputError(f"neighbouring relation of query answers must be one of "
+                         f"{QUERY_RELATIONS}, got {relation!r}")
+    return relation
+
+
+def _half(k: int) -> int:
+    return k // 2
+
+
+# StatDP's input patterns (Ding et al. 2018, Section 5.1: "one above", "one below", "one
+# above rest below", "one below rest above", "half half", "all above", "all below",
+# "X shape"), as (base, neighbour) built from a length k. The base is all ones so that
+# neighbours stay non-negative counts; X shape moves the base itself.
+_PATTERNS: dict[str, Callable[[int], tuple[list[float], list[float]]]] = {
+    "one_above": lambda k: ([1.0] * k, [2.0] + [1.0] * (k - 1)),
+    "one_below": lambda k: ([1.0] * k, [0.0] + [1.0] * (k - 1)),
+    "one_up_one_down": lambda k: ([1.0] * k, [2.0, 0.0] + [1.0] * (k - 2)),
+    "one_above_rest_below": lambda k: ([1.0] * k, [2.0] + [0.0] * (k - 1)),
+    "one_below_rest_above": lambda k: ([1.0] * k, [0.0] + [2.0] * (k - 1)),
+    "half_half": lambda k: ([1.0] * k, [2.0] * _half(k) + [0.0] * (k - _half(k))),
+    "all_above": lambda k: ([1.0] * k, [2.0] * k),
+    "all_below": lambda k: ([1.0] * k, [0.0] * k),
+    "x_shape": lambda k: ([1.0] * _half(k) + [0.0] * (k - _half(k)),
+                          [0.0] * _half(k) + [1.0] * (k - _half(k))),
+}
+_PATTERNS_OF = {
+    "add_remove": ("one_above", "one_below"),
+    "replace_one": ("one_above", "one_below", "one_up_one_down"),
+    "componentwise": ("one_above", "one_below", "one_above_rest_below",
+                      "one_below_rest_above", "half_half", "all_above", "all_below",
+                      "x_shape"),
+}
+QUERY_PATTERNS: tuple[str, ...] = tuple(_PATTERNS)
+
+
+def query_pair(name: str, length: int, relation: str = "componentwise"
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The pattern ``name`` as two answer vectors of ``length``, checked against ``relation``.
+
+    Examples
+    --------
+    >>> a, b = query_pair("one_above_rest_below", 4)
+    >>> a.tolist(), b.tolist()
+    ([1.0, 1.0, 1.0, 1.0], [2.0, 0.0, 0.0, 0.0])
+    >>> try:
+    ...     query_pair("all_above", 3, "add_remove")
+    ... except InputError as e:
+    ...     print(str(e)[:58])
+    pattern 'all_above' is not a neighbour under add_remove: i
+    """
+    check_query_relation(relation)
+    if name not in _PATTERNS:
+        raise InputError(f"unknown query-answer pattern {name!r}; built-in: "
+                         f"{list(QUERY_PATTERNS)}, 'search', or module:function")
+    k = int(length)
+    if k < 1:
+        raise InputError(f"a vector of query answers needs length >= 1, got {length!r}")
+    a, b = (np.asarray(v[:k], dtype=float) for v in _PATTERNS[name](max(k, 2)))
+    if not query_neighbours(a, b, relation):
+        raise InputError(f"pattern {name!r} is not a neighbour under {relation}: it moves "
+                         f"{a.tolist()} to {b.tolist()}")
+    return a, b
+
+
+def query_neighbours(a: np.ndarray, b: np.ndarray, relation: str) -> bool:
+    """Whether two answer vectors are neighbours under ``relation`` (see above).
+
+    Examples
+    --------
+    >>> query_neighbours(np.array([1.0, 1.0]), np.array([2.0, 0.0]), "replace_one")
+    True
+    >>> query_neighbours(np.array([1.0, 1.0]), np.array([2.0, 2.0]), "add_remove")
+    False
+    """
+    d = np.asarray(b, float) - np.asarray(a, float)
+    if d.shape != np.shape(a) or np.abs(d).max(initial=0.0) > 1.0:
+        return False
+    if relation == "componentwise":
+        return True
+    up, down = float(np.clip(d, 0, None).sum()), float(np.clip(-d, 0, None).sum())
+    if relation == "add_remove":
+        return up + down <= 1.0
+    return up <= 1.0 and down <= 1.0
+
+
+def query_search_pairs(length: int, relation: str) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Every pattern the relation allows for answer vectors of ``length``, duplicates once.
+
+    A pattern and its swap (D and D' exchanged) are one pair: audits test both
+    orientations of every pair.
+
+    Examples
+    --------
+    >>> [n for n, _, _ in query_search_pairs(1, "componentwise")]
+    ['one_above', 'one_below']
+    >>> len(query_search_pairs(10, "componentwise"))
+    8
+    """
+    out: list[tuple[str, np.ndarray, np.ndarray]] = []
+    seen: set[tuple[bytes, bytes]] = set()
+    for name in _PATTERNS_OF[check_query_relation(relation)]:
+        if length < 2 and name in ("one_up_one_down", "x_shape"):
+            continue
+        a, b = query_pair(name, length, relation)
+        key = (a.tobytes(), b.tobytes())
+        if key in seen or (b.tobytes(), a.tobytes()) in seen:
+            continue
+        seen.add(key)
+        out.append((name, a, b))
+    return out

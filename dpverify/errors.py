@@ -45,20 +45,30 @@ def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
     return value
 
 
-def check_delta(delta: Any, name: str = "delta") -> float:
-    """Return ``delta`` as a float in (0, 1), or raise :class:`InputError` naming it.
+def check_delta(delta: Any, name: str = "delta", *, positive: bool = False) -> float:
+    """Return ``delta`` as a float in [0, 1), or raise :class:`InputError` naming it.
+
+    delta = 0 is a pure epsilon-DP claim. ``positive`` refuses it where only
+    approximate DP makes sense (calibrating Gaussian noise, which no finite noise makes
+    pure).
 
     Examples
     --------
-    >>> check_delta(1e-5)
-    1e-05
+    >>> check_delta(1e-5), check_delta(0)
+    (1e-05, 0.0)
+    >>> try:
+    ...     check_delta(0, positive=True)
+    ... except InputError as e:
+    ...     print(e)
+    delta must be a number in (0, 1), got 0
     """
+    span = "(0, 1)" if positive else "[0, 1)"
     try:
         value = float(delta)
     except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number in (0, 1), got {delta!r}") from None
-    if not (0.0 < value < 1.0):
-        raise InputError(f"{name} must be a number in (0, 1), got {delta!r}")
+        raise InputError(f"{name} must be a number in {span}, got {delta!r}") from None
+    if not (0.0 <= value < 1.0) or (positive and value == 0.0):
+        raise InputError(f"{name} must be a number in {span}, got {delta!r}")
     return value
 
 
@@ -91,4 +101,4 @@ def check_probability(value: Any, name: str) -> float:
     >>> check_probability(0.95, "confidence")
     0.95
     """
-    return check_delta(value, name)
+    return check_delta(value, name, positive=True)

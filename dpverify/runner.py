@@ -18,9 +18,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import logging
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable, Sequence
+import re
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any
 
@@ -44,10 +48,143 @@ def _init_worker() -> None:
 
 
 def _run_one(spec: CheckSpec, ctx: RunContext) -> tuple[CheckResult, str]:
-    from dpverify.executors import single_threaded_blas
+    from dpverify.executors import shutdown, single_threaded_blas
 
-    with single_threaded_blas():
-        return run_check(spec, ctx), f"process {os.getpid()}"
+    try:
+        with single_threaded_blas():
+            return run_counting_warnings(spec, ctx), f"process {os.getpid()}"
+    finally:
+        # A pool the check started (its own ``workers``) would keep this worker process,
+        # and with it the whole run, from exiting.
+        shutdown()
+
+
+#: Most distinct warnings kept per check (the count covers them all).
+MAX_WARNINGS = 10
+
+
+def run_counting_warnings(spec: CheckSpec, ctx: RunContext) -> CheckResult:
+    """Run one check; the warnings it raises go into its evidence, counted, not to stderr.
+
+    A library that warns on every call (diffprivlib's ``PrivacyLeakWarning`` on each
+    mechanism it builds, dp_accounting's RDP orders that fail to converge, logged through
+    absl) would otherwise bury a run's output under hundreds of lines. The report keeps,
+    per check, each distinct warning (category or logger, and message) with how often it
+    came (``evidence["warnings"]``) and the total (``metrics["warnings"]``). Deprecations
+    are left to the usual filters: they concern the code, not the result.
+
+    Examples
+    --------
+    >>> spec = CheckSpec("a", "account", "noisy_gd:sound", params={"T": 5})
+    >>> "warnings" in run_counting_warnings(spec, RunContext()).outcome.metrics
+    False
+    """
+    logged = _LogTally()
+    root = logging.getLogger()
+    handlers = root.handlers[:]
+    root.handlers = [logged]
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for quiet in (DeprecationWarning, PendingDeprecationWarning):
+                warnings.simplefilter("ignore", quiet)
+            res = run_check(spec, ctx)
+    finally:
+        root.handlers = handlers
+    tally = Counter((w.category.__name__, _first_line(w.message)) for w in caught)
+    tally.update(logged.tally)
+    if tally:
+        res.outcome.evidence["warnings"] = [
+            {"category": c, "message": m, "count": k}
+            for (c, m), k in tally.most_common(MAX_WARNINGS)]
+        res.outcome.metrics["warnings"] = sum(tally.values())
+    return res
+
+
+def _first_line(message: object) -> str:
+    text = str(message).strip()
+    return text.splitlines()[0][:300] if text else ""
+
+
+class _LogTally(logging.Handler):
+    """Counts the warnings libraries log (absl's, through the logging module) by logger."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.tally: Counter[tuple[str, str]] = Counter()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # Numbers in a message (an order, an iteration count) would split one warning
+        # into many: they are masked for counting.
+        text = re.sub(r"\d+(\.\d+)?", "#", _first_line(record.getMessage()))
+        self.tally[(f"{record.name} {record.levelname.lower()}", text)] += 1
+
+
+def warning_summary(results: Sequence[CheckResult]) -> str:
+    """One line on the warnings a run's checks raised, or "" when there were none.
+
+    Examples
+    --------
+    >>> from dpverify.checks import Outcome
+    >>> from dpverify.claims import Verdict
+    >>> out = Outcome(Verdict.PASS, {"warnings": 3}, {"warnings": [
+    ...     {"category": "PrivacyLeakWarning", "message": "m", "count": 3}]})
+    >>> warning_summary([CheckResult(CheckSpec("a", "audit", "t"), out, 1.0)])
+    '3 warnings in 1 check, counted in the report (PrivacyLeakWarning x3)'
+    """
+    counts: Counter[str] = Counter()
+    checks = 0
+    for r in results:
+        ws = r.outcome.evidence.get("warnings") or []
+        checks += bool(ws)
+        for w in ws:
+            counts[str(w.get("category"))] += int(w.get("count", 1))
+    if not checks:
+        return ""
+    total = sum(int(r.outcome.metrics.get("warnings", 0)) for r in results)
+    kinds = ", ".join(f"{c} x{k}" for c, k in counts.most_common(4))
+    return (f"{total} warnings in {checks} check{'s' * (checks > 1)}, counted in the report "
+            f"({kinds})")
+
+
+def with_params(specs: Sequence[CheckSpec], overrides: Mapping[str, Any]) -> list[CheckSpec]:
+    """The checks with ``--param`` overrides applied wherever the target takes them.
+
+    A parameter goes to every check whose registered algorithm has it (a suite mixes
+    algorithms: ``T`` means nothing to a mechanism); one that no check takes is an error,
+    as is a privacy value out of range, before anything runs.
+
+    Examples
+    --------
+    >>> specs = [CheckSpec("a", "account", "noisy_gd:sound", params={"T": 5}),
+    ...          CheckSpec("b", "account", "gaussian_mechanism:sound")]
+    >>> [dict(s.params) for s in with_params(specs, {"T": 7})]
+    [{'T': 7}, {}]
+    """
+    from dpverify.errors import check_delta, check_epsilon
+    from dpverify.registry import is_registered_target, resolve
+
+    for key, check in (("epsilon", check_epsilon), ("delta", check_delta)):
+        if key in overrides:
+            try:
+                check(overrides[key])
+            except InputError as e:
+                raise InputError(f"--param {key}: {e}") from None
+    taken: set[str] = set()
+    out = []
+    for spec in specs:
+        known: set[str] = set()
+        if overrides and is_registered_target(spec.target):
+            t = resolve(spec.target)
+            known = set(t.algorithm.params(t.variant.name))
+        mine = {k: v for k, v in overrides.items() if k in known}
+        taken |= set(mine)
+        out.append(dataclasses.replace(spec, params={**spec.params, **mine}) if mine else spec)
+    unused = sorted(set(overrides) - taken)
+    if unused:
+        raise InputError(f"--param {', '.join(unused)}: no check of these suites has such a "
+                         f"parameter")
+    return out
 
 
 def _portable(ctx: RunContext) -> RunContext:
@@ -115,7 +252,7 @@ def run_checks(
     if jobs == 1 or len(jobs_list) <= 1:
         out = []
         for spec, ctx in jobs_list:
-            res = run_check(spec, ctx)
+            res = run_counting_warnings(spec, ctx)
             out.append(res)
             if placed is not None:
                 placed[spec.id] = "this process"

@@ -69,6 +69,7 @@ class SuiteRun:
     seed: int = 0
     scale: str = "quick"
     suite_seeds: list[int] = field(default_factory=list)  # the root seed each suite ran with
+    param_overrides: dict[str, Any] = field(default_factory=dict)  # run --param
     placement: dict[str, str] = field(default_factory=dict)  # check id -> where it ran
 
     @property
@@ -337,16 +338,19 @@ def run_command(args: Any) -> int:
     """``dpverify run``: validate all suites, run them, write the reports, show a summary."""
     from rich.console import Console
 
+    from dpverify.report.runs import RunOutput
     from dpverify.report.writer import compare_baseline, summary_table, write_reports
+    from dpverify.runner import warning_summary, with_params
 
     suites = [load_suite(p) for p in discover(args.suites)]
     if args.trials is not None and args.trials <= 0:
         raise InputError(f"--trials must be a positive integer, got {args.trials}")
     # Found now rather than after every check has run and the results have nowhere to go.
-    report_dir = Path(args.report_dir)
-    blocked = next((p for p in (report_dir, *report_dir.parents) if p.exists()), None)
-    if blocked is not None and not blocked.is_dir():
-        raise InputError(f"--report-dir {str(report_dir)!r}: {str(blocked)!r} is not a folder")
+    output = RunOutput.check(args.report_dir, [Path(a).stem for a in args.suites])
+    overrides = _cli_params(args)
+    if overrides:
+        suites = [dataclasses.replace(s, checks=with_params(s.checks, overrides))
+                  for s in suites]
     baseline = None
     if args.baseline:
         from dpverify.report.writer import load_report
@@ -377,24 +381,44 @@ def run_command(args: Any) -> int:
                                           if on_dask else ""), highlight=False)
     run = run_suites(suites, ctx, only=args.only, on_result=show,
                      jobs=getattr(args, "jobs", 1), placed=placement)
+    run.param_overrides = overrides
     regressions = compare_baseline(run, baseline) if baseline is not None else []
-    paths = write_reports(run, Path(args.report_dir), regressions=regressions)
+    paths = write_reports(run, output.folder(), regressions=regressions)
+    latest = output.publish()
     if args.json_path:
         from dpverify.report.io import write_json_atomic
         from dpverify.report.writer import report_dict
 
         write_json_atomic(args.json_path, report_dict(run, regressions))
-    out = Console(quiet=args.quiet, width=140)
-    out.print(summary_table(run))
-    if on_dask:
+    ok = run.all_met and not regressions
+    out = Console(width=140, quiet=args.quiet and ok)  # --quiet never hides why it is 1
+    if not args.quiet:
+        out.print(summary_table(run))
+    for r in run.results:
+        if not r.met:
+            out.print(f"not as expected: {r.spec.id}: {r.outcome.verdict.value}, expected "
+                      f"{r.spec.expected.value}: {r.outcome.message}", highlight=False)
+    if on_dask and not args.quiet:
         out.print(spread(run), highlight=False)
     for r in regressions:
         out.print(f"regression: {r}", highlight=False)
+    warned = warning_summary(run.results)
+    if warned and not args.quiet:
+        out.print(warned, highlight=False)
     met = sum(r.met for r in run.results)
-    out.print(f"{met}/{len(run.results)} checks met their expectation; report: "
-              f"{', '.join(str(p) for p in paths)}", highlight=False)
-    return 0 if run.all_met and not regressions else 1
+    out.print(f"{met}/{len(run.results)} checks met their expectation"
+              + (f"; {len(regressions)} regression(s) against {args.baseline}"
+                 if regressions else ""), highlight=False)
+    html = next((p for p in paths if p.suffix == ".html"), paths[0])
+    out.print(f"report: {html}" + (f" (also {latest / html.name})" if latest else ""),
+              highlight=False, soft_wrap=True)
+    return 0 if ok else 1
 
+
+def _cli_params(args: Any) -> dict[str, Any]:
+    from dpverify.cli import parse_params
+
+    return parse_params(getattr(args, "param", None))
 
 
 def spread(run: SuiteRun) -> str:

@@ -348,7 +348,7 @@ def tree_noise_std(sensitivity: float | Sequence[float], length: int, *, epsilon
     True
     """
     check_epsilon(epsilon)
-    check_delta(delta)
+    check_delta(delta, positive=True)
     length = int(check_positive(length, "length", integer=True))
     if isinstance(sensitivity, (int, float)):
         sens = [float(sensitivity)] * length

@@ -440,8 +440,9 @@ def test_calibration_refuses_bad_input(kwargs, word):
         calibrate_gaussian(**kwargs)
 
 
-@pytest.mark.parametrize("delta", [0.0, 1.0, 1.5, float("nan"), -1e-5])
+@pytest.mark.parametrize("delta", [1.0, 1.5, float("nan"), -1e-5])
 def test_accounting_refuses_a_delta_outside_the_unit_interval(delta):
+    """[0, 1): delta = 0 is pure DP, accounted as such (test_ledgers_accounted_at_delta_zero)."""
     with pytest.raises(InputError, match="delta"):
         account_ledger(ledger_of([gaussian_release(0, 1.0, 1.0)]), delta)
 
@@ -531,3 +532,33 @@ def test_exponential_composes_with_a_gaussian():
     g = epsilon_of_event(dpa.GaussianDpEvent(2.0), delta)
     assert max(em, g) < both.epsilon <= em + g + 1e-3
     assert both.rho == pytest.approx(0.25)
+
+
+# Pure DP (delta = 0) -----------------------------------------------------------------
+
+
+def test_pure_epsilon_of_events() -> None:
+    from dpverify.accounting import pure_epsilon
+
+    lap = dpa.LaplaceDpEvent(10.0)
+    assert pure_epsilon(lap) == pytest.approx(0.1)
+    assert pure_epsilon(dpa.SelfComposedDpEvent(lap, 3)) == pytest.approx(0.3)
+    rr = dpa.RandomizedResponseDpEvent(noise_parameter=2 / (1 + math.e), num_buckets=2)
+    assert pure_epsilon(rr) == pytest.approx(1.0)
+    # Balle et al. 2018: Poisson sampling under add/remove, log(1 + q (e^eps - 1))
+    assert pure_epsilon(dpa.PoissonSampledDpEvent(0.1, dpa.LaplaceDpEvent(1.0))) == \
+        pytest.approx(math.log1p(0.1 * math.expm1(1.0)))
+    assert math.isnan(pure_epsilon(dpa.PoissonSampledDpEvent(0.1, lap), "replace_one"))
+    assert pure_epsilon(dpa.GaussianDpEvent(5.0)) == math.inf
+    assert pure_epsilon(dpa.ZCDpEvent(0.1)) == math.inf
+
+
+def test_ledgers_accounted_at_delta_zero() -> None:
+    """A Laplace release is pure; a Gaussian one has no finite epsilon at delta = 0."""
+    from dpverify.account_check import account_target
+
+    res, claim, _ = account_target("laplace_mechanism:sound", {"delta": 0.0}, delta=0.0)
+    assert claim.delta == 0.0 and res.by_accountant == {"pure": pytest.approx(1.0)}
+    res, _, _ = account_target("gaussian_mechanism:sound", delta=0.0)
+    assert res.epsilon == math.inf
+    assert PrivacyClaim(rho=0.5).epsilon_at(0.0) == math.inf

@@ -23,6 +23,7 @@ from algorithms.losses import Logistic  # noqa: E402
 from dpverify.agreement import (  # noqa: E402
     _relative_deviation,
     configure_parser,
+    coordinate_test,
     distribution_agreement,
     parse_params,
     run_command,
@@ -179,6 +180,17 @@ def test_a_planted_sampler_bug_is_caught_by_distributions() -> None:
                                backend=bad)
     assert not r.passed
     assert r.min_pvalue_adjusted < 1e-6
+
+
+def test_an_exact_release_agrees_as_a_point_mass() -> None:
+    """The printed tree releases its last prefix sum without noise: on each backend a point
+    mass, one rounding apart between them, which KS alone would reject."""
+    r = distribution_agreement("tree_prefix:paper", trials=40, seed=0)
+    assert r.passed and r.pvalues[-1] == 1.0
+    x = np.full(40, 1.0)
+    assert coordinate_test(x, x + 1e-16, "float64") == (0.0, 1.0)
+    assert coordinate_test(x, x + 1e-6, "float64") == (1.0, 0.0)
+    assert coordinate_test(x, np.full(40, np.nan), "float64") == (1.0, 0.0)
 
 
 def test_distributional_input_errors() -> None:

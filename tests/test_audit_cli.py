@@ -36,6 +36,9 @@ def pair():
     D_prime = D.copy()
     D_prime[0] = 1.0
     return D, D_prime
+
+def pair_added():
+    return np.zeros(10), np.zeros(11)
 '''
 
 
@@ -83,7 +86,9 @@ def test_exit_codes(user_dir: tuple[Path, str], capsys: pytest.CaptureFixture[st
 @pytest.mark.parametrize("args,message", [
     (["gaussian_mechanism:sound", "--epsilon", "nan", "--delta", "1e-5"], "got nan"),
     (["gaussian_mechanism:sound", "--epsilon", "inf", "--delta", "1e-5"], "got inf"),
-    (["gaussian_mechanism:sound", "--epsilon", "1", "--delta", "0"], "delta must be"),
+    (["gaussian_mechanism:sound", "--epsilon", "1", "--delta", "-0.1"], "delta must be"),
+    (["gaussian_mechanism:sound", "--relation", "componentwise"], "componentwise"),
+    (["gaussian_mechanism:sound", "--neighbours", "one_above"], "pattern of query answers"),
     (["gaussian_mechanism:sound", "--epsilon", "1", "--delta", "1.5"], "delta must be"),
     (["no_such_algorithm", "--epsilon", "1", "--delta", "1e-5"], "no_such_algorithm"),
     (["no_such_module_xyz:f", "--epsilon", "1", "--delta", "1e-5"], "no_such_module_xyz"),
@@ -145,3 +150,18 @@ def test_check_kind_context_trials_override_and_bad_options() -> None:
                                                                  "trials": 10})
     with pytest.raises(InputError, match="canaries"):
         run_check(onerun, RunContext())
+
+
+def test_a_users_pair_gives_the_audit_its_relation(user_dir: tuple[Path, str],
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A replace-one pair is labelled replace-one without --relation; an add/remove pair
+    add/remove; a stated relation the pair does not have is bad input."""
+    root, mod = user_dir
+    base = [f"{mod}:f", "--epsilon", "1", "--delta", "1e-5", "--trials", "2000", "--quiet"]
+    for pair, relation in (("pair", "replace_one"), ("pair_added", "add_remove")):
+        out = root / f"{pair}.json"
+        assert main(["audit", *base, "--neighbours", f"{mod}:{pair}", "--json", str(out)]) == 0
+        assert json.loads(out.read_text())["metrics"]["relation"] == relation
+    assert main(["audit", *base, "--neighbours", f"{mod}:pair", "--relation",
+                 "add_remove"]) == 2
+    assert "the pair from" in capsys.readouterr().out

@@ -70,3 +70,33 @@ def test_gdp_and_selection_false_violation_rate() -> None:
                               neighbours="fresh_direction,outlier")
 
     assert false_violations(run, range(SEEDS)) <= limit(SEEDS)
+
+
+@pytest.mark.statistical
+def test_pair_search_and_tight_pure_nulls_false_violation_rate() -> None:
+    """The search pipeline on nulls tight at their claims, 200 seeds at alpha = 0.2:
+
+    * the catalogue's Laplace (float-safe) at 0.1, pure DP, its pairs searched, three
+      distinguishers (bit patterns among them);
+    * the truncated geometric at ln(1.125), whose boundary atoms have likelihood ratio
+      exactly e^eps: the bound can reach the claim;
+    * the Gaussian mechanism at (1, 1e-5), where the binormal smoothing picks far tails.
+
+    A pooled rate <= alpha if each is; the test fails when the count exceeds what a rate
+    of alpha exceeds with probability 1e-3 (its failure probability; seeds fixed).
+    """
+    def run(seed: int) -> AuditResult:
+        kind = seed % 3
+        if kind == 0:
+            return audit_blackbox("algorithms.catalogue:laplace", trials=1000, seed=seed,
+                                  confidence=1 - ALPHA,
+                                  distinguisher="projection,histogram,lowbits")
+        if kind == 1:
+            return audit_blackbox("algorithms.catalogue:truncated_geometric", trials=1000,
+                                  seed=seed, confidence=1 - ALPHA,
+                                  distinguisher="projection,histogram")
+        return audit_blackbox("gaussian_mechanism:sound", trials=2000, seed=seed,
+                              confidence=1 - ALPHA, distinguisher="projection,lda",
+                              accountant=False)
+
+    assert false_violations(run, range(SEEDS)) <= limit(SEEDS)

@@ -86,6 +86,7 @@ def test_onerun_audit_of_sound_and_planted_noisy_gd() -> None:
 
 def test_onerun_needs_an_output_in_data_space() -> None:
     with pytest.raises(InputError, match="data dimension"):
-        audit_onerun("gaussian_mechanism:sound_two_releases", canaries=20, params={"d": 3})
+        audit_onerun("gaussian_mechanism:sound_two_releases", canaries=20, params={"d": 3},
+                     scores="output")
     with pytest.raises(InputError, match="scores"):
         audit_onerun("noisy_gd:sound", scores="gradients")

@@ -106,7 +106,7 @@ def test_linear_canary_replays_the_accountants_mu() -> None:
     """Noisy GD with the linear loss: the canary moves every release by exactly C, so the
     replayed mu is the accountant's and the GDP bound is tight."""
     r = audit_whitebox("noisy_gd:sound", params={"loss": "linear", "n": 50, "T": 5},
-                       trials=400, seed=0)
+                       trials=400, seed=0, neighbours="fresh_direction")
     d = r.details
     from dpverify.accounting import calibrate_gaussian
 
@@ -119,13 +119,17 @@ def test_linear_canary_replays_the_accountants_mu() -> None:
                                 "confidence", "trials"}
 
 
-def test_half_steps_flagged_and_poisson_falls_back_to_cp() -> None:
+def test_half_steps_flagged_and_poisson_goes_parametric() -> None:
     r = audit_whitebox("noisy_gd:planted_half_steps",
                        params={"loss": "linear", "n": 50, "T": 6}, trials=400, seed=1)
     assert r.verdict.value == "FAIL" and r.epsilon_lower > r.epsilon_claimed
     r = audit_whitebox("dp_sgd:sound", params={"n": 40, "T": 3, "q": 0.25}, trials=300,
                        seed=0, accountant=False)
-    assert r.bound == "cp" and not r.details["gdp_valid"] and r.verdict.value == "PASS"
+    assert r.bound == "parametric" and not r.details["gdp_valid"]
+    assert r.verdict.value == "PASS" and r.assumptions
+    r = audit_whitebox("dp_sgd:sound", params={"n": 40, "T": 3, "q": 0.25}, trials=300,
+                       seed=0, accountant=False, bound="cp")
+    assert r.bound == "cp" and r.details["epsilon_lower_parametric"] is None
 
 
 def test_whitebox_refuses_callables_and_bad_options() -> None:

@@ -127,7 +127,7 @@ BAD_SUITES = {
     "epsilon_inf": ('[check.params]\nepsilon = inf', r"^epsilon", "inf"),
     "epsilon_nan": ('[check.params]\nepsilon = nan', r"^epsilon", "nan"),
     "delta_1.5": ('[check.params]\ndelta = 1.5', r"^delta", "1.5"),
-    "delta_0": ('[check.params]\ndelta = 0', r"^delta", "got 0"),
+    "delta_negative": ('[check.params]\ndelta = -0.5', r"^delta", "got -0.5"),
     "unknown_parameter": ('[check.params]\nwarp = 2', r"^warp", "'warp'"),
 }
 
@@ -255,8 +255,8 @@ def test_account_json(tmp_path):
 
 
 @pytest.mark.parametrize("argv, word", [
-    (["account", "noisy_gd:sound", "--delta", "1.5"], "delta must be a number in (0, 1)"),
-    (["account", "noisy_gd:sound", "--delta", "0"], "delta must be a number in (0, 1)"),
+    (["account", "noisy_gd:sound", "--delta", "1.5"], "delta must be a number in [0, 1)"),
+    (["account", "noisy_gd:sound", "--delta=-1e-9"], "delta must be a number in [0, 1)"),
     (["account", "noisy_gd:robust"], "unknown variant 'robust'"),
     (["account", "noisy_sgd"], "unknown algorithm 'noisy_sgd'"),
     (["account", "noisy_gd:sound", "--param", "epsilon=inf"], "epsilon must be a finite"),
@@ -294,7 +294,7 @@ def test_console_script(tmp_path):
     bad = subprocess.run([exe, "account", "noisy_gd:sound", "--delta", "2"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2, bad.stdout + bad.stderr
-    assert "dpverify: error: delta must be a number in (0, 1), got 2.0" in bad.stderr
+    assert "dpverify: error: delta must be a number in [0, 1), got 2.0" in bad.stderr
 
 
 def test_account_verdict_compares_zcdp_claims_in_rho():
@@ -368,3 +368,177 @@ def test_run_against_a_baseline_report(write_suite, tmp_path, capsys):
                      "--baseline", str(bad)]) == 2
         assert "baseline" in capsys.readouterr().out
     assert not (tmp_path / "d").exists()
+
+
+# ---------------------------------------------------------------------------------------
+# What a newcomer meets: run folders, defaults in --help, output paths, --quiet, --param
+
+
+def _subparsers():
+    import argparse
+
+    from dpverify.cli import _build_parser
+
+    parser = _build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices
+
+
+def test_every_help_states_every_default():
+    """Each option of every subcommand says, in its --help entry, what it is when not
+    given (the text argparse prints for it, defaults expanded)."""
+    for name, p in _subparsers().items():
+        fmt = p._get_formatter()
+        for a in p._actions:
+            if not a.option_strings or a.dest == "help":
+                continue
+            entry = fmt._expand_help(a)
+            assert "default" in entry.lower(), (name, a.option_strings, entry)
+    assert "(default: a new folder reports/runs/<time>-<suites>" in " ".join(
+        _subparsers()["run"].format_help().split())
+
+
+def test_report_help_lists_only_rendering_options():
+    opts = {o for a in _subparsers()["report"]._actions for o in a.option_strings}
+    assert opts == {"-h", "--help", "--out", "--format", "--plots", "--baseline", "--json",
+                    "--quiet"}
+
+
+def test_each_run_writes_its_own_folder_and_latest_points_at_the_newest(
+        write_suite, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    path = write_suite(QUICK)
+    assert main(["run", str(path), "--quiet"]) == 0
+    first = sorted((tmp_path / "reports" / "runs").iterdir())
+    assert len(first) == 1 and first[0].name.endswith("-suite")  # as the command named it
+    assert main(["run", str(path), "--only", "gd.sound", "--quiet"]) == 0
+    runs = sorted((tmp_path / "reports" / "runs").iterdir())
+    assert len(runs) == 2 and (first[0] / "report.json").is_file()  # the first is kept
+    latest = tmp_path / "reports" / "latest"
+    newest = next(r for r in runs if r != first[0])
+    assert latest.resolve() == newest.resolve()
+    assert (latest / "report.html").is_file()
+    # The last line says where the report is, and that latest leads there too.
+    capsys.readouterr()
+    assert main(["run", str(path)]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("report: reports/runs/") and "reports/latest/report.html" in last
+    # --report-dir writes exactly there and leaves latest alone.
+    before = latest.resolve()
+    assert main(["run", str(path), "--report-dir", str(tmp_path / "mine"), "--quiet"]) == 0
+    assert (tmp_path / "mine" / "report.json").is_file() and latest.resolve() == before
+
+
+def test_an_old_latest_folder_is_kept_when_latest_becomes_a_link(write_suite, tmp_path,
+                                                                  monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    old = tmp_path / "reports" / "latest"
+    old.mkdir(parents=True)
+    (old / "report.json").write_text("{}")
+    assert main(["run", str(write_suite(QUICK)), "--quiet"]) == 0
+    kept = [p for p in (tmp_path / "reports" / "runs").iterdir() if "previous" in p.name]
+    assert len(kept) == 1 and (kept[0] / "report.json").read_text() == "{}"
+    assert (tmp_path / "reports" / "latest").is_symlink()
+
+
+@pytest.mark.parametrize("flag, where", [
+    ("--report-dir", "/proc/dpverify-test/report"),
+    ("--json", "/proc/dpverify-test.json"),
+])
+def test_unwritable_outputs_are_refused_before_any_check_runs(
+        write_suite, tmp_path, capsys, monkeypatch, flag, where):
+    import dpverify.runner
+
+    ran = []
+    monkeypatch.setattr(dpverify.runner, "run_counting_warnings", lambda *a: ran.append(a))
+    assert main(["run", str(write_suite(QUICK)), flag, where,
+                 *(["--report-dir", str(tmp_path / "r")] if flag != "--report-dir" else [])]
+                ) == 2
+    out = capsys.readouterr().out
+    assert flag in out and where in out and "Traceback" not in out
+    assert ran == [] and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["account", "noisy_gd:sound", "--param", "T=3", "--json", "/proc/x/a.json"],
+    ["rates", "noisy_gd:sound", "--vary", "n=100,200,400", "--plot", "/proc/x/n.png"],
+    ["audit", "gaussian_mechanism:sound", "--json", "/sys/x.json"],
+    ["list", "--json", "/proc/x.json"],
+])
+def test_every_subcommand_checks_its_output_paths_first(capsys, argv):
+    assert main(argv) == 2
+    assert "dpverify: error:" in capsys.readouterr().out
+
+
+def test_quiet_still_says_why_the_exit_code_is_one(write_suite, tmp_path, capsys):
+    path = write_suite(QUICK.replace('target = "noisy_gd:sound"',
+                                     'target = "noisy_gd:planted_half_steps"'))
+    assert main(["run", str(path), "--report-dir", str(tmp_path / "r"), "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "not as expected: gd.sound: FAIL, expected PASS" in out
+    assert "0/1 checks met their expectation" in out
+    # A passing quiet run prints nothing.
+    assert main(["run", str(write_suite(QUICK)), "--report-dir", str(tmp_path / "s"),
+                 "--quiet"]) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_quiet_baseline_gate_names_the_regression(write_suite, tmp_path, capsys):
+    path = write_suite(QUICK)
+    assert main(["run", str(path), "--report-dir", str(tmp_path / "a"), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["run", str(path), "--report-dir", str(tmp_path / "b"), "--quiet",
+                 "--scale", "thorough", "--baseline", str(tmp_path / "a" / "report.json")]) == 1
+    assert "not comparable (run with --scale quick)" in capsys.readouterr().out
+
+
+def test_run_param_overrides_every_check_that_has_the_parameter(write_suite, tmp_path, capsys):
+    two = QUICK + """
+[[check]]
+id = "gauss.sound"
+kind = "account"
+target = "gaussian_mechanism:sound"
+"""
+    path = write_suite(two)
+    assert main(["run", str(path), "--report-dir", str(tmp_path / "r"), "--quiet",
+                 "--param", "T=7"]) == 0
+    rep = json.loads((tmp_path / "r" / "report.json").read_text())
+    params = {c["id"]: c["params"] for c in rep["checks"]}
+    assert params["gd.sound"]["T"] == 7 and "T" not in params["gauss.sound"]
+    assert rep["param_overrides"] == {"T": 7}
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "--only gd.sound --param T=7" in md  # the reproduce command carries it
+    # A parameter no check has, or a bad privacy value: exit 2 before anything runs.
+    for bad, word in ((["--param", "warp=2"], "warp"), (["--param", "epsilon=nan"], "epsilon")):
+        assert main(["run", str(path), "--report-dir", str(tmp_path / "x"), *bad]) == 2
+        assert word in capsys.readouterr().out
+    assert not (tmp_path / "x").exists()
+
+
+def test_account_says_why_an_accountant_gives_no_epsilon(capsys, tmp_path):
+    """dp_accounting's RDP accountant has no Poisson subsampling under replace-one."""
+    assert main(["account", "dp_double_spider:sound", "--json", str(tmp_path / "a.json")]) == 0
+    out = capsys.readouterr().out
+    assert "nan" not in out
+    assert ("epsilon (RDP): not computed: dp_accounting's RDP accountant does not support "
+            "PoissonSampledDpEvent under replace-one neighbours") in out
+    rec = json.loads((tmp_path / "a.json").read_text())
+    assert "PoissonSampledDpEvent" in rec["not_computed"]["rdp"]
+
+
+def test_where_links_cannot_be_made_latest_is_a_pointer_file(write_suite, tmp_path,
+                                                             monkeypatch):
+    import os
+
+    def no_links(*a, **k):
+        raise OSError("symbolic links are not supported here")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(os, "symlink", no_links)
+    assert main(["run", str(write_suite(QUICK)), "--quiet"]) == 0
+    latest = tmp_path / "reports" / "latest"
+    (run,) = (tmp_path / "reports" / "runs").iterdir()
+    assert latest.is_file() and latest.read_text().strip() == f"runs/{run.name}"
+    # `dpverify report` follows it to the run folder.
+    assert main(["report", "reports/latest", "--format", "md", "--quiet"]) == 0
+    assert (run / "report.md").is_file()

@@ -287,7 +287,9 @@ def test_a_killed_worker_loses_no_finished_block(cluster: Cluster, user_dir, cap
     ckpt = folder / "ckpt-blocks"
     cluster_args = [*args, "--executor", "dask", "--scheduler", cluster.address,
                     "--checkpoint", str(ckpt), "--json", "cluster.json"]
-    code, before = _run_and_kill_a_worker(cluster, cluster_args, ckpt, after_blocks=8)
+    # The audit draws its search runs first (8 blocks per dataset here), then its test
+    # runs (32 per dataset): the kill lands among the test runs, while workers are busy.
+    code, before = _run_and_kill_a_worker(cluster, cluster_args, ckpt, after_blocks=24)
     assert code == 0
     assert len(before) < 2 * 1000 // 25
     assert (folder / "cluster.json").read_bytes() == (folder / "local.json").read_bytes()

@@ -269,3 +269,45 @@ def test_as_dataset():
     assert (v.n, v.d) == (3, 1) and v.y.tolist() == [0.0, 0.0, 0.0]
     with pytest.raises(InputError, match="non-finite"):
         as_dataset(([[np.nan]], [0.0]))
+
+
+# ---------------------------------------------------------------------------------------
+# Vectors of query answers
+
+
+@pytest.mark.parametrize("relation", ["add_remove", "replace_one", "componentwise"])
+@pytest.mark.parametrize("k", [1, 2, 5, 10])
+def test_search_pairs_are_neighbours_and_distinct(relation: str, k: int) -> None:
+    from dpverify.data import query_neighbours, query_search_pairs
+
+    pairs = query_search_pairs(k, relation)
+    assert pairs and all(a.shape == b.shape == (k,) for _, a, b in pairs)
+    assert all(query_neighbours(a, b, relation) for _, a, b in pairs)
+    keys = {(a.tobytes(), b.tobytes()) for _, a, b in pairs}
+    assert len(keys) == len(pairs)
+    assert all((b.tobytes(), a.tobytes()) not in keys for _, a, b in pairs)  # no swaps
+
+
+def test_statdp_patterns_per_relation() -> None:
+    from dpverify.data import query_pair, query_search_pairs
+
+    names = [n for n, _, _ in query_search_pairs(10, "componentwise")]
+    assert names == ["one_above", "one_below", "one_above_rest_below", "one_below_rest_above",
+                     "half_half", "all_above", "all_below", "x_shape"]
+    assert [n for n, _, _ in query_search_pairs(5, "add_remove")] == ["one_above", "one_below"]
+    assert "one_up_one_down" in [n for n, _, _ in query_search_pairs(5, "replace_one")]
+    a, b = query_pair("x_shape", 4)
+    assert a.tolist() == [1.0, 1.0, 0.0, 0.0] and b.tolist() == [0.0, 0.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("name, relation, word", [
+    ("all_above", "add_remove", "not a neighbour"),
+    ("one_up_one_down", "add_remove", "not a neighbour"),
+    ("zigzag", "componentwise", "unknown query-answer pattern"),
+    ("one_above", "swap_two", "must be one of"),
+])
+def test_bad_patterns_are_refused(name: str, relation: str, word: str) -> None:
+    from dpverify.data import query_pair
+
+    with pytest.raises(InputError, match=word):
+        query_pair(name, 4, relation)

@@ -364,6 +364,18 @@ def test_randomized_response_at_a_smaller_claim_fails() -> None:
     assert r.epsilon_lower > 0.5 or r.auc_lower > auc_ceiling(0.5, 1e-6)
 
 
+def test_pure_dp_claims_are_judged_at_delta_zero() -> None:
+    """Randomized response is pure log(3)-DP: judged at delta = 0 against a claim of 0.5,
+    the same counts fail; against its own epsilon they pass (seed 0)."""
+    kw = {"trials": 4000, "attack": "loss", "design": "single", "pool": 1,
+          "statistic": f"{HERE}:rr_statistic", "data": f"{HERE}:rr_population"}
+    low = membership_inference(f"{HERE}:randomized_response", epsilon=0.5, delta=0.0, **kw)
+    assert low.delta == 0.0 and low.verdict == Verdict.FAIL
+    own = membership_inference(f"{HERE}:randomized_response", epsilon=math.log(3), delta=0.0,
+                               confidence=0.99, **kw)
+    assert own.verdict == Verdict.PASS
+
+
 @pytest.mark.parametrize("variant,options", [
     ("planted_mean_noise_on_sum", {"attack": "lira", "pool": 8}),
     ("planted_no_clip", {"attack": "lira", "records": "outlier", "design": "single",

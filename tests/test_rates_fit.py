@@ -147,3 +147,23 @@ def test_expressions_are_arithmetic_only() -> None:
                 regime=("n >= 100",))
     assert th.log_factor({"n": np.e, "delta": np.e**-2}) == pytest.approx(2.0)
     assert not th.in_regime({"n": 50, "delta": 0.1})
+
+
+@pytest.mark.statistical
+def test_the_offset_model_is_kept_only_where_the_floor_is_significant() -> None:
+    """Clean power laws keep the power model; a floor the seeds resolve keeps the offset.
+
+    20 seeds, 7 points, sd 0.3: in 100 development replications (1000 resamples each)
+    the clean law kept the power model 94 times (the floor's test has level 0.05), and a
+    floor of twice the smallest signal was kept 100 times, its interval covering the true
+    exponent 96 times. Fixed seeds make the outcome deterministic; with fresh ones this
+    test would fail with probability about 0.1 (0.06 + 0.04).
+    """
+    clean = synthetic(np.random.default_rng(11), 20, floor=False, log=False)
+    fit = fit_rate(N_GRID, clean, theory=P_TRUE, rng=0)
+    assert fit.model == "power" and fit.floor_p >= 0.05
+    signal = N_GRID**P_TRUE
+    floored = clean + 2 * signal.min()
+    fit = fit_rate(N_GRID, floored, theory=P_TRUE, rng=0)
+    assert fit.model == "offset" and fit.floor_p < 0.05
+    assert fit.ci_low <= P_TRUE <= fit.ci_high

@@ -263,7 +263,7 @@ def test_findings_name_the_checks_that_measure_them(rep):
     f = findings["noisy_gd:planted_half_steps"]
     assert [c.id for c in f.checks] == ["gd.half_steps.account"]
     text = f.paragraph()
-    assert "claims (ε = 1, δ = 1e-05)-DP" in text and "FAIL as expected" in text
+    assert "claims (ε = 1, δ = 1e-05)-DP" in text and "FAIL, as expected" in text
     assert "Reproduce: `dpverify run " in text and "--only gd.half_steps.account" in text
     # The planted mean-noise bug is found by the sensitivity check of this run.
     assert "gd.mean_on_sum.sensitivity" in findings["noisy_gd:planted_mean_noise_on_sum"
@@ -654,3 +654,125 @@ def test_merging_needs_an_output_folder(shards, capsys):
     _, a, b, _ = shards
     assert main(["report", str(a), str(b)]) == 2
     assert "--out" in capsys.readouterr().out
+
+
+# What a reviewer meets: ids, contents, size, verdict words, a figure actually drawn -------
+
+PAPERS_JSON = Path(__file__).resolve().parents[1] / "reports" / "papers.json"
+
+
+def _ids(page: str) -> list[str]:
+    return re.findall(r'\sid="([^"]+)"', page)
+
+
+def _assert_ids_unique_and_links_resolve(page: str) -> None:
+    ids = _ids(page)
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    assert not dupes, dupes[:10]
+    targets = set(re.findall(r'href="#([^"]+)"', page)) | set(
+        re.findall(r'url\(#([^)]+)\)', page))
+    assert targets <= set(ids), sorted(targets - set(ids))[:10]
+
+
+def test_element_ids_are_unique_and_every_check_is_in_the_contents(page, rep):
+    """matplotlib names every figure's groups figure_1, axes_1...: the page must not."""
+    _assert_ids_unique_and_links_resolve(page)
+    nav = re.search(r"<nav.*?</nav>", page, flags=re.S).group(0)
+    for c in rep["checks"]:
+        assert f'href="#{report_html.anchor("c", c["id"])}"' in nav
+
+
+@pytest.fixture(scope="module")
+def papers_page(tmp_path_factory):
+    """The committed paper report re-rendered, as `dpverify report` does."""
+    out = tmp_path_factory.mktemp("papers")
+    assert main(["report", str(PAPERS_JSON), "--out", str(out), "--format", "html",
+                 "--quiet"]) == 0
+    return (out / "report.html").read_bytes()
+
+
+@pytest.mark.slow
+def test_the_paper_report_page_is_light_with_unique_ids(papers_page):
+    """Every figure inline, yet under 3 MB (it was 7.3 MB with 143 copies of each of
+    matplotlib's ids); the JSON keeps every number the page leaves out."""
+    assert len(papers_page) < 3_000_000, len(papers_page)
+    page = papers_page.decode("utf-8")
+    assert page.count("<svg") >= 100
+    _assert_ids_unique_and_links_resolve(page)
+    rep = json.loads(PAPERS_JSON.read_text())
+    nav = re.search(r"<nav.*?</nav>", page, flags=re.S).group(0)
+    assert nav.count('href="#c-') == len(rep["checks"])
+
+
+def test_rate_verdicts_say_whose_claim_they_refute_and_why_they_cannot_decide(tmp_path):
+    """A sound variant's rate FAIL refutes a named theorem's rate; the page never pairs
+    "a FAIL would be a bug" with "FAIL as expected" on a rate."""
+    from dpverify.checks import CheckSpec, RunContext, run_check
+    from dpverify.claims import Verdict
+    from dpverify.report.markdown import DISCLAIMER
+    from dpverify.report.paper import rate_cell, verdict_words
+
+    mymod = Path(__file__).resolve().parents[1] / "examples" / "mymod.py"
+    spec = CheckSpec("mine.rate", "rate", f"{mymod}:mean_error_planted", Verdict.FAIL,
+                     options={"vary": "n", "values": [100, 200, 400, 800], "seeds": 8,
+                              "theory": {"n": -1}, "claimed_by": "A. Author (2030)"})
+    rec = run_check(spec, RunContext()).to_dict()
+    assert rec["evidence"]["theory"]["source"] == "A. Author (2030)"
+    assert verdict_words(rec) == "FAIL: refutes A. Author (2030)'s n^-1"
+    assert rate_cell([rec]) == "refutes A. Author (2030)'s n^-1 (1/1 as expected)"
+    assert "privacy FAIL would be a bug" in DISCLAIMER and "names the claim" in DISCLAIMER
+    # The committed paper report, rendered again: its sound variants' rate cells name the
+    # theorem refuted, or why the grid could not decide.
+    rows = {r.target: r for r in summary_rows(build_document(json.loads(
+        PAPERS_JSON.read_text())))}
+    assert rows["dp_recursive_spider:sound"].rate_words.startswith(
+        "refutes paper 000, Theorem 4 (Theorem 8)'s n^(-2/3)")
+    assert rows["o2nc_fo:sound"].rate_words.startswith(
+        "INCONCLUSIVE: not observable on this grid: every point saturated")
+    for r in rows.values():
+        assert "FAIL (" not in r.rate_words
+    with pytest.raises(Exception, match="claimed_by"):
+        run_check(CheckSpec("x", "rate", spec.target, options={**spec.options,
+                                                               "claimed_by": 3}), RunContext())
+
+
+def test_a_figure_is_drawn_in_headless_chromium(run_dir, tmp_path):
+    """Pixels, not markup: the rate figure, pinned to the top of the real page with its
+    own CSS, paints lines in colour inside its bounding box (measured by the browser)."""
+    page = (run_dir[1] / "report.html").read_text(encoding="utf-8")
+    fid = "plot-rate-gd-sound-rate-n"
+    assert f'id="{fid}"' in page
+    pin = (f"<style>#{fid}{{position:fixed;top:0;left:0;margin:0;z-index:2147483647;"
+           "background:#fff;width:900px}</style>")
+    measure = (f'<script>addEventListener("load",function(){{var r=document.querySelector('
+               f'"#{fid} svg").getBoundingClientRect();document.body.setAttribute('
+               f'"data-rect",[r.left,r.top,r.width,r.height].join(","));}});</script>')
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.replace("</head>", pin + "</head>", 1).replace(
+        "</body>", measure + "</body>"), encoding="utf-8")
+    res = _browser(tmp_path, "--dump-dom", probe.as_uri())
+    assert res.returncode == 0, res.stderr[-2000:]
+    left, top, width, height = (float(x) for x in re.search(
+        r'data-rect="([^"]+)"', res.stdout).group(1).split(","))
+    assert width > 200 and height > 100
+    shot = tmp_path / "figure.png"
+    res = _browser(tmp_path, "--hide-scrollbars", "--force-device-scale-factor=1",
+                   "--window-size=1000,800", f"--screenshot={shot}", probe.as_uri())
+    assert res.returncode == 0 and shot.is_file(), res.stderr[-2000:]
+    mpimg = pytest.importorskip("matplotlib.image")
+    img = mpimg.imread(shot)[..., :3]
+    box = img[int(top):int(top + height), int(left):int(left + width)]
+    ink = box.min(axis=2) < 0.6  # anything darker than a light grid line
+    colour = (box.max(axis=2) - box.min(axis=2)) > 0.3  # the data's coloured lines
+    assert ink.mean() > 0.01, ink.mean()
+    assert colour.sum() > 200, colour.sum()
+    # The same box of a page without figures is blank: the test can fail.
+    bare = tmp_path / "bare.html"
+    bare.write_text(re.sub(r"<svg\b.*?</svg>", "", probe.read_text(encoding="utf-8"),
+                           flags=re.S), encoding="utf-8")
+    shot2 = tmp_path / "bare.png"
+    _browser(tmp_path, "--hide-scrollbars", "--force-device-scale-factor=1",
+             "--window-size=1000,800", f"--screenshot={shot2}", bare.as_uri())
+    empty = mpimg.imread(shot2)[..., :3][int(top):int(top + height),
+                                         int(left):int(left + width)]
+    assert ((empty.max(axis=2) - empty.min(axis=2)) > 0.3).sum() < 50

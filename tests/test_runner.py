@@ -86,3 +86,53 @@ def test_cli_rejects_zero_jobs_with_exit_2(tmp_path: Path, capsys):
     captured = capsys.readouterr()
     assert "--jobs" in captured.err + captured.out
     assert not (tmp_path / "r").exists()
+
+
+WARNING_MODULE = """
+import warnings
+
+import numpy as np
+
+
+class PrivacyLeakWarning(RuntimeWarning):
+    pass
+
+
+def f(data, rng, trials):
+    warnings.warn("bounds not given: leaks the data range", PrivacyLeakWarning)
+    return np.asarray(data, dtype=float).sum() + rng.normal(0.0, 4.0, size=(trials, 1))
+
+
+def pair():
+    return np.zeros(10), np.r_[1.0, np.zeros(9)]
+"""
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_library_warnings_are_counted_into_the_report_not_streamed(tmp_path: Path, capfd,
+                                                                   jobs):
+    mod = tmp_path / "warnmod.py"
+    mod.write_text(WARNING_MODULE)
+    check = f"""
+[[check]]
+id = "warns.{{i}}"
+kind = "audit"
+target = "{mod}:f"
+[check.options]
+epsilon = 1.0
+delta = 1e-5
+trials = 3000
+block_size = 1000
+neighbours = "{mod}:pair"
+"""
+    suite = tmp_path / "s.toml"
+    suite.write_text('[suite]\nname = "warns"\n' + "".join(check.format(i=i) for i in (1, 2)))
+    out = tmp_path / "r"
+    assert main(["run", str(suite), "--report-dir", str(out), "--jobs", str(jobs)]) == 0
+    captured = capfd.readouterr()
+    assert "leaks the data range" not in captured.err + captured.out
+    assert "warnings in 2 checks, counted in the report (PrivacyLeakWarning" in captured.out
+    for c in json.loads((out / "report.json").read_text())["checks"]:
+        assert c["metrics"]["warnings"] >= 2  # one per block of outputs drawn, on D and D'
+        (w,) = c["evidence"]["warnings"]
+        assert w["category"] == "PrivacyLeakWarning" and w["count"] == c["metrics"]["warnings"]

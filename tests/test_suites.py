@@ -123,15 +123,15 @@ BAD = {
         [check.params]
         T = 3
         delta = 1.5
-        """, r"^delta", ["delta", "1.5", "(0, 1)"]),
-    "delta_zero": ("""
+        """, r"^delta", ["delta", "1.5", "[0, 1)"]),
+    "delta_negative": ("""
         [[check]]
         id = "a"
         kind = "account"
         target = "noisy_gd:sound"
         [check.params]
-        delta = 0
-        """, r"^delta", ["delta", "got 0"]),
+        delta = -0.1
+        """, r"^delta", ["delta", "got -0.1"]),
     "delta_in_options": ("""
         [[check]]
         id = "a"

@@ -176,12 +176,16 @@ def _positions(X: Any, positions: np.ndarray | None) -> np.ndarray:
 
 
 def record_query(cur: Curator, spec: EstimatorSpec, positions: np.ndarray | None, z: Any,
-                 dirs: Directions, *, divisor: float, z_old: Any = None) -> Query:
+                 dirs: Directions, *, divisor: float, z_old: Any = None,
+                 coupled: bool = False) -> Query:
     """The query (1/divisor) sum_i w_i e_i over the records at ``positions`` (all if None).
 
     e_i is the estimate at ``z`` (a period start), or with ``z_old`` the difference
     est(z) - est(z_old) with independent directions: the first m of ``dirs`` at z, the
-    other m at z_old (Alg. 3 lines 12-14, Alg. 4 lines 11-13, Alg. 5 lines 9-11).
+    other m at z_old (Alg. 3 lines 12-14, Alg. 4 lines 11-13, Alg. 5 lines 9-11). With
+    ``coupled`` the same m directions serve both points, so a zero-order difference is
+    bounded by L d ||z - z_old|| / alpha whatever the directions (the baseline of
+    :mod:`algorithms.paper001.baseline_zhang`).
 
     Examples
     --------
@@ -195,7 +199,8 @@ def record_query(cur: Curator, spec: EstimatorSpec, positions: np.ndarray | None
     [[0.5, 0.5]]
     """
     xp, backend = cur.xp, cur.backend
-    m = dirs.m // 2 if z_old is not None else dirs.m
+    m = dirs.m // 2 if z_old is not None and not coupled else dirs.m
+    old_dirs = slice(0, m) if coupled else slice(m, None)
 
     def query(X: Any, y: Any, w: Any) -> Any:
         from array_api_compat import device
@@ -216,7 +221,7 @@ def record_query(cur: Curator, spec: EstimatorSpec, positions: np.ndarray | None
             Y = dirs.block(backend, start, stop, count)
             e = spec.estimate(z, A, b, Y[:, :, :m], xp)
             if z_old is not None:
-                e = e - spec.estimate(z_old, A, b, Y[:, :, m:], xp)
+                e = e - spec.estimate(z_old, A, b, Y[:, :, old_dirs], xp)
             if spec.guard:
                 e = xp.where(xp.isfinite(e), e, xp.zeros_like(e))
             if spec.radius is not None:

@@ -25,6 +25,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from algorithms.paper001 import battery as bt
 from algorithms.paper001 import settings as st
 from algorithms.paper001.estimators import EstimatorSpec, draw_directions, record_query
 from algorithms.paper001.o2nc import o2nc
@@ -134,7 +135,8 @@ ERM_FINDINGS = (
         "(about 0.42 at eps = 1, delta = 1e-5): more than the claimed epsilon, so the O must "
         "hide a constant of about 1.6 or more (parameter noise_constant).",
         source="paper 001, Lemma 4.3 (line 332), Theorem 4.1 (line 321)",
-        detected_by=("account",),
+        # the white-box audit isolates it at d = 1 (suffix constant): see the battery
+        detected_by=("account", "audit.whitebox"),
     ),
     Finding(
         "Theorem 4.1's m = L^2 d Sigma / (n sigma1^2) + L^2 d / (n sigma2^2) (line 321) is a "
@@ -186,17 +188,18 @@ O2NC_ERM = Algorithm(
             "paper", "paper", _run(sound=False), st.claim,
             "As printed: sigma1, sigma2 and m of Theorem 4.1 (O constants = noise_constant, "
             "1), sensitivities of Lemma 3.4 with B = n, no projection",
-            utility=ERM_UTILITY, findings=ERM_FINDINGS,
+            utility=ERM_UTILITY, findings=ERM_FINDINGS, battery=bt.MULTI_PASS_PAPER,
         ),
         "sound": Variant(
             "sound", "sound", _run(sound=True), st.claim,
             "Per-record estimates and differences projected onto balls; sigma1, sigma2 "
             "calibrated by PLD for the T full-batch releases, the budget split equally",
-            utility=ERM_UTILITY,
+            utility=ERM_UTILITY, battery=bt.MULTI_PASS_SOUND,
         ),
     },
     quick={"n": 100, "beta": 1.2},
     thorough={"n": 1000, "d": 5, "beta": 0.8, "m_max": 256, "n_population": 20000},
+    battery=bt.MULTI_PASS,
 )
 
 __all__ = ["O2NC_ERM", "MultiPassOracle", "multi_pass_setup"]

@@ -7,9 +7,15 @@ Phi = sup_xi f(x0; xi) is a data-independent bound on F(x0) - inf F:
 * ``amplitude`` (P1): f(x; (a, b)) = | |<a, x>| - b |, robust amplitude (phase) regression;
 * ``capped`` (P2): f = min(|<a, x> - b|, tau), capped absolute deviation with outliers;
 * ``relu`` (P3): f = |max(0, <a, x>) - b|, ReLU regression with the L1 loss;
+* ``absolute``: f = |<a, x> - b|, least absolute deviation (convex, nonsmooth). Its record
+  (a, b) with b below -||x|| is the audit canary of notes 001 Section 6, f = <a, x> - b,
+  linear wherever the runs go, and (0, 0) the background record f = 0 whose zero-order
+  estimate is exactly 0 (:mod:`algorithms.paper001.canaries`);
 * ``dc`` (P4): f = max_k <w_k, x - a> - max_k <v_k, x - a>, a difference of max-affine
   functions with the v_k convex combinations of the w_k (so f >= 0), a record being its
-  offset a.
+  offset a;
+* ``triangle`` (d = 1): Prop. 5.1's counterexample, f = c |x| + tri(K x + phi) / K
+  (:mod:`algorithms.paper001.generalization`).
 
 Records are rows a_i of the data (unit norm for P1-P3) with labels b_i. Every loss is written
 once in the Array API (``value`` and a subgradient ``grad`` at points of shape (..., d)),
@@ -28,7 +34,7 @@ from dpverify.data import Dataset
 from dpverify.errors import InputError
 from dpverify.registry import Problem
 
-PROBLEMS = ("amplitude", "capped", "relu", "dc")
+PROBLEMS = ("amplitude", "capped", "relu", "dc", "absolute")
 
 
 def _np_xp() -> Any:
@@ -73,6 +79,8 @@ class PiecewiseLinearGLM:
             return xp.minimum(xp.abs(z - b), xp.full_like(z, self.tau))
         if self.kind == "relu":
             return xp.abs(xp.maximum(z, xp.zeros_like(z)) - b)
+        if self.kind == "absolute":
+            return xp.abs(z - b)
         raise InputError(f"unknown piecewise-linear loss {self.kind!r}")
 
     def dphi(self, z: Any, b: Any, xp: Any) -> Any:
@@ -86,6 +94,8 @@ class PiecewiseLinearGLM:
         if self.kind == "relu":
             pos = xp.astype(z > 0, z.dtype)
             return pos * xp.sign(xp.maximum(z, xp.zeros_like(z)) - b)
+        if self.kind == "absolute":
+            return xp.sign(z - b)
         raise InputError(f"unknown piecewise-linear loss {self.kind!r}")
 
     def kinks(self, b: np.ndarray) -> np.ndarray:
@@ -95,6 +105,8 @@ class PiecewiseLinearGLM:
             return np.stack([np.zeros_like(b), b, -b], axis=-1)
         if self.kind == "capped":
             return np.stack([b - self.tau, b, b + self.tau], axis=-1)
+        if self.kind == "absolute":
+            return b[..., None]
         return np.stack([np.zeros_like(b), b], axis=-1)
 
     def value(self, P: Any, A: Any, b: Any, xp: Any) -> Any:
@@ -195,6 +207,8 @@ def _draw(kind: str, n: int, d: int, rng: np.random.Generator, x_star: np.ndarra
     eps = noise * rng.standard_normal(n)
     if kind == "amplitude":
         b = np.clip(np.abs(z) + eps, 0.0, b_max)
+    elif kind == "absolute":
+        b = np.clip(z + eps, -b_max, b_max)
     elif kind == "capped":
         b = z + eps
         out = rng.random(n) < 0.1  # gross outliers, the reason to cap the loss
@@ -227,8 +241,12 @@ def make_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Problem
     (1,)
     """
     kind = str(params.get("problem", "amplitude"))
+    if kind == "triangle":  # Prop. 5.1's counterexample (notes 001, 4.F8), d = 1
+        from algorithms.paper001.generalization import make_triangle_problem
+
+        return make_triangle_problem(params, rng)
     if kind not in PROBLEMS:
-        raise InputError(f"unknown problem {kind!r}; known: {PROBLEMS}")
+        raise InputError(f"unknown problem {kind!r}; known: {(*PROBLEMS, 'triangle')}")
     n, d = int(params["n"]), int(params["d"])
     noise = float(params.get("label_noise", 0.05))
     n_pop = int(params.get("n_population", 1000))

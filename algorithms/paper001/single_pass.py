@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from algorithms.paper001 import battery as bt
 from algorithms.paper001 import settings as st
 from algorithms.paper001.estimators import EstimatorSpec, draw_directions, record_query
 from algorithms.paper001.o2nc import o2nc
@@ -63,11 +64,14 @@ class SinglePassOracle:
         as printed, no projection).
     tree_mode
         ``"binary"`` (sound) or ``"paper"`` (Algorithm 1 as printed, TREE(t mod Sigma)).
+    coupled
+        Difference steps use the same directions at z_t and z_{t-1} (the baseline of
+        :mod:`algorithms.paper001.baseline_zhang`) instead of independent ones (line 218).
     """
 
     def __init__(self, cur: Curator, loss: Any, sched: st.SinglePassSchedule, *, alpha: float,
                  zero_order: bool, sigma: float, s1: float, s2: float, R1: float | None,
-                 R2: float | None, tree_mode: str) -> None:
+                 R2: float | None, tree_mode: str, coupled: bool = False) -> None:
         self.cur, self.sched, self.alpha = cur, sched, float(alpha)
         self.zero_order = zero_order
         self.sigma, self.s1, self.s2 = float(sigma), float(s1), float(s2)
@@ -75,6 +79,7 @@ class SinglePassOracle:
         self.first = EstimatorSpec(loss, alpha, zero_order, R1, guard)
         self.diff = EstimatorSpec(loss, alpha, zero_order, R2, guard)
         self.tree_mode = tree_mode
+        self.coupled = coupled
         self.cursor = 0  # the next unused record slot
         self.tree: TreeAggregator | None = None
         self.z_prev: Any = None
@@ -105,8 +110,9 @@ class SinglePassOracle:
             sens = self.s1
         else:
             pos = self._take(s.B2)
-            q = record_query(self.cur, self.diff, pos, z, self._dirs(2 * s.m), divisor=s.B2,
-                             z_old=self.z_prev)
+            m = s.m if self.coupled else 2 * s.m
+            q = record_query(self.cur, self.diff, pos, z, self._dirs(m), divisor=s.B2,
+                             z_old=self.z_prev, coupled=self.coupled)
             sens = self.s2
         self.z_prev = z
         assert self.tree is not None
@@ -182,7 +188,8 @@ _TREE_INDEX = Finding(
     "is empty, so g_t, a function of the period's records, is released with no noise: the "
     "ledger shows an exact release and the accountant reports epsilon = inf.",
     source="paper 001, lines 224, 393 (Algorithms 3 and 5) and 158-166 (Algorithm 1)",
-    detected_by=("account", "audit"),
+    # the replay names the exact release; the white-box audit sees it separate D from D'
+    detected_by=("account", "sensitivity", "audit.whitebox"),
 )
 _TREE_NODES = Finding(
     "Algorithm 1 as printed: NODE (lines 158-166) uses ceil(log Sigma) levels, so for Sigma "
@@ -193,7 +200,9 @@ _TREE_NODES = Finding(
     "here. Line 3 (line 153) draws scalar noise N(0, sigma^2) for vectors in R^d; read as "
     "N(0, sigma^2 I_d), as Prop 2.5's E||TREE(t)||^2 <~ d log(Sigma) sigma^2 implies.",
     source="paper 001, Algorithm 1 (lines 151-166), Proposition 2.5 (line 147)",
-    detected_by=("account",),
+    # at Sigma = 1 (the checks' suffix sigma1): exact releases on the ledger and in replay;
+    # the black-box audit runs there, where x_out has no noise at all
+    detected_by=("account", "sensitivity", "audit.blackbox"),
 )
 _PERIOD_START = Finding(
     "Lines 208 / 298 / 380 start a period when t mod Sigma = 1, which never holds at "
@@ -208,7 +217,7 @@ _HIGH_PROBABILITY = Finding(
     "union bound over t. At an m below the lemmas' (a reduced setting) the bound fails more "
     "often; a sensitivity check or an audit measures how often.",
     source="paper 001, Lemmas 3.4-3.5 (lines 235-249), 6.3-6.4 (lines 394-416)",
-    detected_by=("sensitivity", "audit"),
+    detected_by=("sensitivity", "audit.whitebox"),
 )
 
 _ZO_FINDINGS = (
@@ -273,19 +282,20 @@ def _algorithm(name: str, zero_order: bool) -> Algorithm:
                 "paper", "paper", _run(zero_order=zero_order, sound=False), st.claim,
                 f"As printed: tree indexed TREE(t mod Sigma), sigma of Prop 2.5 for the "
                 f"sensitivity of {m_rule} (constants 1), m of {m_rule}, no projection",
-                utility=utility, findings=findings,
+                utility=utility, findings=findings, battery=bt.SINGLE_PASS_PAPER,
             ),
             "sound": Variant(
                 "sound", "sound", _run(zero_order=zero_order, sound=True), st.claim,
                 "Dyadic tree at position ((t-1) mod Sigma) + 1, a fresh tree per period; "
                 "per-record estimates and differences projected onto balls (sensitivity "
                 "holds surely); node noise calibrated by PLD for the tree's levels",
-                utility=utility,
+                utility=utility, battery=bt.SINGLE_PASS_SOUND,
             ),
         },
         # m_max: Lemma 3.5's m is infeasible at scale (module docstring, reduced setting)
         quick={"m_max": 64},
         thorough={"n": 4000, "d": 5, "m_max": 512, "n_population": 20000},
+        battery=bt.SINGLE_PASS,
     )
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from algorithms.paper001 import battery as bt
 from algorithms.paper001 import settings as st
 from algorithms.paper001.problems import make_problem
 from dpverify.accounting import calibrate_gaussian
@@ -103,6 +104,14 @@ _PRINTED = Finding(
     detected_by=("account", "sensitivity", "audit"),
 )
 
+_ONE_LEVEL_SHORT = Finding(
+    "Planted: node noise for ceil(log2 Sigma) nodes per record, Prop. 2.5's 'log Sigma' read "
+    "literally; for Sigma a power of two the first leaf lies below floor(log2 Sigma) + 1 "
+    "nodes, one more than the noise pays for (epsilon about 1.13 at Sigma = 16).",
+    source="paper 001, Prop. 2.5 (line 147); notes 001, 'Corrected tree'",
+    detected_by=("account", "audit"),
+)
+
 TREE = Algorithm(
     name="tree_prefix",
     source=f"{st.SOURCE}, Algorithm 1 and Prop. 2.5",
@@ -115,16 +124,19 @@ TREE = Algorithm(
         "sound": Variant(
             "sound", "sound", _run("levels"), st.claim,
             "Dyadic tree, every prefix tiled exactly; node noise for floor(log2 Sigma) + 1 "
-            "nodes per record in closed form (one Gaussian at (epsilon, delta))"),
+            "nodes per record in closed form (one Gaussian at (epsilon, delta))",
+            battery=bt.TREE_SOUND),
         "paper": Variant(
             "paper", "paper", _run("paper"), st.claim,
             "Algorithm 1 as printed, indexed TREE(t mod Sigma), sigma of Prop. 2.5",
-            findings=(_PRINTED,)),
+            findings=(_PRINTED,), battery=bt.TREE_PAPER),
         "planted_levels": Variant(
             "planted_levels", "planted", _run("ceil_log2"), st.claim,
             "Dyadic tree with noise for ceil(log2 Sigma) nodes per record: one level short "
-            "when Sigma is a power of two"),
+            "when Sigma is a power of two",
+            findings=(_ONE_LEVEL_SHORT,), battery=bt.TREE_PLANTED_LEVELS),
     },
+    battery=bt.TREE,
 )
 
 __all__ = ["TREE", "tree_noise"]

@@ -24,13 +24,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from algorithms.paper002 import calibration as cal
+from algorithms.paper002.battery import NULL, universe
 from algorithms.paper002.common import SOURCE, claim, clip_of, lipschitz, zeros
 from algorithms.paper002.problems import make_problem
 from algorithms.problems import clipped_grad_sum
 from dpverify.accounting import calibrate_gaussian
 from dpverify.claims import Finding, UtilityClaim
 from dpverify.curator import Curator
-from dpverify.registry import Algorithm, RunFn, Setting, Variant
+from dpverify.registry import Algorithm, Battery, CheckConfig, RunFn, Setting, Variant
 
 
 def _logsumexp(xp: Any, a: Any) -> Any:
@@ -167,17 +168,50 @@ DP_ACCMD = Algorithm(
                     "function of the data (it moves mass to the coordinate of the largest "
                     "|grad F(0)|), so epsilon is infinite.",
                     source="paper 002, Alg. 3 lines 237-243, Thm 5.3",
-                    detected_by=("account", "audit"),
+                    detected_by=("account", "audit", "sensitivity"),
                 ),
             ),
+            battery=Battery(checks={
+                # The exact release's declared sensitivity is 0: any record that moves
+                # grad F(x_{k+1}) breaks it, inside the unit ball too.
+                "sensitivity": CheckConfig(
+                    params={"d": 200, "T": 3},
+                    options=universe(200, search="canaries", random_pairs=2),
+                    description="the noiseless y-step gradient (declared sensitivity 0) "
+                                "between neighbours of the unit ball"),
+                "audit.whitebox": CheckConfig(options={"trials": 200, "confidence": 0.99}),
+                # n, d pinned: at n = 500, d = 1000 these canaries leave the coordinate
+                # that receives the mass in place, and y_1 is the same on both.
+                "audit.blackbox": CheckConfig(
+                    params={"T": 1, "d": 200},
+                    options={"trials": 1000, "confidence": 0.99,
+                             "neighbours": "fresh_direction,clip_boundary"},
+                    thorough={"trials": 10000},
+                    description="from the outputs alone at T = 1, where y_1 is a "
+                                "deterministic function of the data"),
+            }),
         ),
         "sound": Variant(
             "sound", "sound", _run(sound=True), claim,
             "y_{k+1} = r_k z_{k+1} + (1 - r_k) y_k (the proof's v) instead of the noiseless "
             "y-step; per-sample clipping; sigma calibrated by PLD for T full-batch releases",
             utility=ACCMD_UTILITY,
+            battery=Battery(checks={
+                "audit.whitebox": CheckConfig(
+                    options={"trials": 500, "neighbours": "clip_boundary,outlier", **NULL},
+                    thorough={"trials": 5000,
+                              "neighbours": "fresh_direction,clip_boundary,outlier,random"},
+                    description="null audit of the T Gaussian releases"),
+            }),
         ),
     },
     quick={},
     thorough={"n": 500, "d": 1000},
+    battery=Battery({"n": 100, "d": 50}, {
+        "account": CheckConfig(params={"d": 200}),
+        "sensitivity": CheckConfig(options={"max_examples": 20},
+                                   thorough={"max_examples": 200, "random_pairs": 16}),
+        "audit.blackbox": CheckConfig(options={"trials": 5000}, thorough={"trials": 20000}),
+        "agree": CheckConfig(options={"trials": 300}, thorough={"trials": 2000}),
+    }),
 )

@@ -184,7 +184,7 @@ def calibrate_sampled_with_snapshots(
     >>> 0.5 < z1 < 5 and 1 < z2 < 10
     True
     """
-    epsilon, delta = check_epsilon(epsilon), check_delta(delta)
+    epsilon, delta = check_epsilon(epsilon), check_delta(delta, positive=True)
     check_positive(steps, "steps", integer=True)
     z2 = 0.0
     if snapshots > 0:

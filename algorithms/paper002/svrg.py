@@ -22,11 +22,21 @@ How the releases reach the ledger:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
 
 from algorithms.paper002 import calibration as cal
+from algorithms.paper002.battery import (
+    CANARY,
+    NULL,
+    SVRG_HUBER,
+    SVRG_OUTPUT,
+    SVRG_PP_HUBER,
+    SVRG_PP_OUTPUT,
+    universe,
+)
 from algorithms.paper002.common import (
     SOURCE,
     claim,
@@ -40,7 +50,7 @@ from algorithms.paper002.problems import Regularizer, make_problem
 from algorithms.problems import clipped_grad_sum
 from dpverify.claims import Finding, UtilityClaim
 from dpverify.curator import Curator
-from dpverify.registry import Algorithm, RunFn, Setting, Variant
+from dpverify.registry import Algorithm, Battery, CheckConfig, RunFn, Setting, Variant
 
 
 def svrg_schedule(p: Mapping[str, Any], setting: Setting, n: int, d: int,
@@ -55,6 +65,9 @@ def svrg_schedule(p: Mapping[str, Any], setting: Setting, n: int, d: int,
     >>> svrg_schedule(params, prob.setting(), 200, 5, plus=False)  # m = 192 L/mu + 1, L/mu = 1/4
     (0.08333333333333333, 49, 10)
     """
+    pick = lambda key, default: default if p.get(key) is None else p[key]  # noqa: E731
+    if all(p.get(k) is not None for k in ("eta", "m", "T")):
+        return float(p["eta"]), int(p["m"]), int(p["T"])  # nothing left to the theorem
     info = setting.constants
     G, L = lipschitz(setting), float(info["smoothness"])
     eps, delta = float(p["epsilon"]), float(p["delta"])
@@ -64,7 +77,6 @@ def svrg_schedule(p: Mapping[str, Any], setting: Setting, n: int, d: int,
     else:
         eta, m, T = cal.svrg_schedule(L, float(info["mu"]), n, d, G, eps, delta,
                                       public_gap(setting))
-    pick = lambda key, default: default if p.get(key) is None else p[key]  # noqa: E731
     return float(pick("eta", eta)), int(pick("m", m)), int(pick("T", T))
 
 
@@ -141,13 +153,84 @@ _DEFAULTS = {
     "clip": None, "snapshot_share": 0.5,
 }
 
-SVRG_UTILITY = UtilityClaim.private_rate(
-    "excess_risk", 2, extra_log_factors=("log(n)",),
+
+def _batteries(huber: Mapping[str, Any], output: Mapping[str, Any],
+               theorem: Mapping[str, Any], extra_account: tuple[CheckConfig, ...] = (),
+               ) -> tuple[Battery, Battery]:
+    """(paper, sound) batteries: the theorem's schedule for the account, the Huber canary
+    (:mod:`~algorithms.paper002.battery`) for sensitivity and the white-box audit, the
+    output canary for the black-box audit. The sound variant's search replays a shorter
+    run: its clipping holds step by step, whatever the number of steps."""
+    short = {"T": 1, "m": 30}
+    audit = {"trials": 1000, "neighbours": "fresh_direction"}
+    blackbox = {"neighbours": CANARY, "distinguisher": "projection"}
+    paper = Battery(checks={
+        "account": (CheckConfig(params=theorem, description=(
+                        "the printed sigma at the theorem's own T and m: the ledger's epsilon "
+                        "against the claim")),
+                    *extra_account,
+                    CheckConfig(params=huber, suffix="audit_config", description=(
+                        "the printed sigma in the audits' Huber configuration, where the "
+                        "privacy theorem's condition on eps holds for a c1 of a few hundred"))),
+        "sensitivity": CheckConfig(
+            params=huber, options=universe(2, search="canaries", random_pairs=4),
+            thorough={"search": "all", "max_examples": 200, "random_pairs": 16},
+            description="a replaced record of the unit ball against the 2G the proof "
+                        "declares for the sampled term (Huber loss)"),
+        "audit.whitebox": CheckConfig(
+            params=huber, options={**audit, "confidence": 0.99},
+            thorough={"trials": 5000, "neighbours": "fresh_direction,clip_boundary,random"},
+            description="replay of the printed releases on the Huber canary: the exact "
+                        "privacy loss against the claim"),
+        "audit.blackbox": CheckConfig(
+            params=output, options={**blackbox, "trials": 60000, "confidence": 0.99},
+            thorough={"trials": 200000},
+            description="the output alone (the epoch average), on a record among "
+                        "zero-feature ones: an epsilon lower bound against the claim"),
+    })
+    sound = Battery(checks={
+        "account": CheckConfig(params=theorem, description=(
+            "calibrated noise at the theorem's T and m: the ledger's epsilon meets the claim")),
+        "sensitivity": CheckConfig(
+            params={**huber, **short}, options={"max_examples": 20},
+            thorough={"max_examples": 200, "random_pairs": 16},
+            description="clipped differences and snapshots against their declared 2C on "
+                        "every canary, outliers included (Huber loss)"),
+        "audit.whitebox": CheckConfig(
+            params=huber, options={**audit, **NULL, "trials": 500},
+            thorough={"trials": 5000,
+                      "neighbours": "fresh_direction,clip_boundary,outlier,random"},
+            description="null audit in the printed variant's Huber configuration"),
+        "audit.blackbox": CheckConfig(
+            params=output, options={**blackbox, **NULL, "trials": 20000},
+            thorough={"trials": 200000},
+            description="null audit of the output on the printed variant's output canary"),
+    })
+    return paper, sound
+
+
+_SVRG_PAPER_BATTERY, _SVRG_SOUND_BATTERY = _batteries(
+    SVRG_HUBER, SVRG_OUTPUT, {"n": 200, "T": None, "m": None},
+    (CheckConfig(params={"n": 1000, "T": None, "m": None}, suffix="n1000", description=(
+        "the printed sigma at the theorem's T and m for n = 1000: Thm 4.1's condition "
+        "eps <= c1 T m / n^2 needs a larger c1 as n grows")),))
+_SVRG_PP_PAPER_BATTERY, _SVRG_PP_SOUND_BATTERY = _batteries(
+    SVRG_PP_HUBER, SVRG_PP_OUTPUT, {"n": 100, "T": None, "m": 10})
+_AGREE = CheckConfig(options={"trials": 300}, thorough={"trials": 2000})
+
+_SVRG_RATE = UtilityClaim.private_rate(
+    # (5) writes O~(log n); the proof's last line (B.4, line 591) gives the log it hides:
+    # ln(n eps mu / (p G)), the T of the schedule (G = 1 on the unit ball).
+    "excess_risk", 2, extra_log_factors=("log(n*epsilon*lam/d)",),
     # Thm 4.2 needs F^r strongly convex (here mu = lam). The condition eps <= c1 T m / n^2
     # belongs to the privacy theorem 4.1, not to this utility bound, and c1 is unknown.
     regime=("lam > 0",),
     source="paper 002, Theorem 4.2",
 )
+# The bound p log(n) G^2 log(1/delta) / (n^2 eps^2 mu) (line 176) also names mu = lam:
+# exponent -1 (kappa = L / mu at fixed L).
+SVRG_UTILITY = dataclasses.replace(_SVRG_RATE,
+                                   exponents={**_SVRG_RATE.exponents, "lam": -1.0})
 
 SVRG_PP_UTILITY = UtilityClaim.private_rate(
     "excess_risk", 1,
@@ -204,17 +287,20 @@ DP_SVRG = Algorithm(
                 _SAMPLING_FINDING,
                 _SENSITIVITY_FINDING,
             ),
+            battery=_SVRG_PAPER_BATTERY,
         ),
         "sound": Variant(
             "sound", "sound", _svrg_run(plus=False, sound=True), claim,
             "Per-sample clipping of the gradient difference; the snapshot gradient released "
             "once per epoch; both noises calibrated by RDP for T m without-replacement "
             "samples of one record and T full-batch releases, replace-one",
-            utility=SVRG_UTILITY,
+            utility=SVRG_UTILITY, battery=_SVRG_SOUND_BATTERY,
         ),
     },
     quick={},
     thorough={"n": 2000, "d": 54, "lam": 0.01},  # the lambda of App. A (line 394); m = 4801
+    # Two short epochs: outputs, setting, determinism and agreement need no theorem schedule.
+    battery=Battery({"n": 100, "d": 5, "lam": 1.0, "T": 2, "m": 20}, {"agree": _AGREE}),
 )
 
 DP_SVRG_PP = Algorithm(
@@ -252,14 +338,16 @@ DP_SVRG_PP = Algorithm(
                 _SAMPLING_FINDING,
                 _SENSITIVITY_FINDING,
             ),
+            battery=_SVRG_PP_PAPER_BATTERY,
         ),
         "sound": Variant(
             "sound", "sound", _svrg_run(plus=True, sound=True), claim,
             "Per-sample clipping of the gradient difference; the snapshot gradient released "
             "once per epoch; noise calibrated by RDP for all m (2^(T+1) - 2) steps",
-            utility=SVRG_PP_UTILITY,
+            utility=SVRG_PP_UTILITY, battery=_SVRG_PP_SOUND_BATTERY,
         ),
     },
     quick={},
     thorough={"n": 2000, "d": 54},  # T = 8: m (2^9 - 2) = 5100 noisy steps
+    battery=Battery({"n": 100, "d": 5, "T": 2, "m": 10}, {"agree": _AGREE}),
 )

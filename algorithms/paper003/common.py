@@ -162,13 +162,15 @@ def batch_spec(cur: Curator, size: float | None, *, single_pass: bool = False
 
 
 class SinglePass:
-    """One pass over the records in their public order: each block is fresh, none reused.
+    """One pass over the records in a public order: each block is fresh, none reused.
 
     The population analysis (Lemma 8, the sample-budget paragraph, line 762) draws every
     batch from fresh samples, so each record enters exactly one release and, by parallel
     composition, pays for that one release only. The order is data-independent (the slot
-    index), so a block is a :meth:`~dpverify.curator.Curator.subset` and the ledger charges
-    it to the records it touched.
+    index, starting at the public ``offset`` and wrapping around), so a block is a
+    :meth:`~dpverify.curator.Curator.subset` and the ledger charges it to the records it
+    touched. The offset chooses which release a given slot meets (a canary in an increment
+    block rather than the first refresh's).
 
     Examples
     --------
@@ -179,19 +181,27 @@ class SinglePass:
     >>> _, b = sp.take(3)
     >>> (a, b, sp.used)
     (slice(0, 2, None), slice(2, 5, None), 5)
+    >>> _, c = SinglePass(cur, offset=4).take(2)
+    >>> c.tolist()
+    [4, 0]
     """
 
-    def __init__(self, cur: Curator) -> None:
+    def __init__(self, cur: Curator, offset: int = 0) -> None:
         self.cur = cur
         self.used = 0
+        self.offset = int(offset) % cur.n if cur.n else 0
 
-    def take(self, size: int) -> tuple[Any, slice]:
+    def take(self, size: int) -> tuple[Any, Any]:
         start, stop = self.used, self.used + int(size)
-        if stop > self.cur.n:
+        n = self.cur.n
+        if stop > n:
             raise InputError(f"the single pass ran out of records: {stop} needed, n = "
-                             f"{self.cur.n} (line 762: (T/q) S1 + T K S2 <= n)")
+                             f"{n} (line 762: (T/q) S1 + T K S2 <= n)")
         self.used = stop
-        return self.cur.subset(np.arange(start, stop)), slice(start, stop)
+        lo, hi = start + self.offset, stop + self.offset
+        slots: Any = slice(lo, hi) if hi <= n else np.arange(lo, hi) % n
+        pos = np.arange(lo, hi) if hi <= n else slots
+        return self.cur.subset(pos), slots
 
 
 def draw(cur: Curator, spec: tuple[Any, ...], stream: SinglePass | None = None
@@ -207,13 +217,14 @@ def draw(cur: Curator, spec: tuple[Any, ...], stream: SinglePass | None = None
     return batch, slice(None)
 
 
-def restrict(query: Any, slots: slice) -> Any:
+def restrict(query: Any, slots: Any) -> Any:
     """``query`` evaluated on the slots ``slots`` only (records outside weigh 0 anyway).
 
-    A single pass's block is a public range of slots: reading only those keeps a query's
-    cost proportional to its batch, not to n.
+    A single pass's block is a public range of slots (a slice, or an index array where the
+    pass wraps around): reading only those keeps a query's cost proportional to its batch,
+    not to n.
     """
-    if slots == slice(None):
+    if isinstance(slots, slice) and slots == slice(None):
         return query
     return lambda X, y, w: query(X[slots], y[slots], w[:, slots])
 
@@ -256,6 +267,21 @@ TABLE1_SGDA = UtilityClaim(
     regime=("sqrt(d)/(n*epsilon) >= n**(-1/2)",),
     source="paper 003, Table 1 (Yang et al. 2022; population Phi)",
 )
+
+#: Table 1 (line 22) for the Table 2 baselines, as paper 003 quotes them; each bounds the
+#: gradient norm of the value function (first-order: the baselines carry no escape
+#: certificate here). Stochastic SPIDER (Liu et al. 2023): ERM, O~(eps_bar^(2/3)).
+TABLE1_STO_SPIDER = UtilityClaim.private_rate(
+    "grad_norm_phi", 2 / 3, source="paper 003, Table 1 (Liu et al. 2023; empirical Phi_S)")
+
+#: Ada-DP-SPIDER (Tao et al. 2025): population, O(n^(-1/3) + eps_bar^(2/5)); privacy term.
+TABLE1_ADA_SPIDER = UtilityClaim.private_rate(
+    "grad_norm_phi", 2 / 5, source="paper 003, Table 1 (Tao et al. 2025; population Phi)")
+
+#: PrivateDiff Minimax (Zhang et al. 2025, line 410): O~(d^(1/3)/(n eps)^(2/3)) for the
+#: empirical Phi_S, i.e. eps_bar^(2/3) (Section 2.2 of paper 003 cites it as the NC-SC rate).
+ZHANG2025 = UtilityClaim.private_rate(
+    "grad_norm_phi", 2 / 3, source="paper 003, Section 5.1 (Zhang et al. 2025; empirical Phi_S)")
 
 
 # Schedules ---------------------------------------------------------------------------------

@@ -470,8 +470,7 @@ def _cosine_problem(p: Mapping[str, Any], rng: np.random.Generator) -> Problem:
     # A1 block-wise on the region; A2 from the per-sample Hessian [[-a cos, A^T], [A, -mu I]].
     M = max(a + norm_A * y_box, norm_A * x_box + s_b + mu * y_box)
     L = max(a, mu) + norm_A
-    x0 = np.asarray(p.get("x0") if p.get("x0") is not None else np.zeros(d), dtype=float)
-    x0 = np.broadcast_to(x0, (d,)).copy()
+    x0 = _start(p.get("x0"), d)
     kappa = beta**2 / mu
     s = _cosine_minimum(kappa / a)
     if str(p.get("phi", "empirical")) == "population":
@@ -488,6 +487,26 @@ def _cosine_problem(p: Mapping[str, Any], rng: np.random.Generator) -> Problem:
     )
     extra = {"saddle_gap": a - kappa, "minimum_x1": s}
     return _problem(data, obj, setting, p, extra)
+
+
+def _start(x0: Any, d: int) -> np.ndarray:
+    """The public start: 0, a vector of length d, or a number s for s e_1 (a point on the
+    x_1 axis, where the cosine saddle's minimisers lie, in any dimension).
+
+    Examples
+    --------
+    >>> _start(2.0, 3).tolist(), _start(None, 2).tolist(), _start([1, 2], 2).tolist()
+    ([2.0, 0.0, 0.0], [0.0, 0.0], [1.0, 2.0])
+    """
+    if x0 is None:
+        return np.zeros(d)
+    arr = np.asarray(x0, dtype=float)
+    if arr.ndim == 0:
+        return float(arr) * np.eye(d)[0]
+    if arr.shape != (d,):
+        raise InputError(f"x0 must be a number or a vector of length d = {d}, got shape "
+                         f"{arr.shape}")
+    return arr.copy()
 
 
 def _cosine_minimum(c: float) -> float:

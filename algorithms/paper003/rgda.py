@@ -212,6 +212,11 @@ def single_pass(p: Mapping[str, Any]) -> bool:
     return mode == "single_pass"
 
 
+def new_pass(cur: Curator, p: Mapping[str, Any]) -> SinglePass:
+    """The run's single pass, starting at the public slot ``pass_offset`` (default 0)."""
+    return SinglePass(cur, int(p.get("pass_offset", 0)))
+
+
 def release_counts(p: Mapping[str, Any], *, sound: bool) -> dict[str, int]:
     """How many refreshes (warm start included for ``sound``) and increments a run can make.
 
@@ -268,14 +273,14 @@ def sound_plan(cur: Curator, p: Mapping[str, Any]) -> SoundPlan:
     if exact_gradients(p):  # no noise to calibrate: every release is exact
         return SoundPlan(batch_spec(cur, p["S1"], single_pass=single_pass(p)),
                          batch_spec(cur, p["S2"], single_pass=single_pass(p)), 0.0, counts,
-                         SinglePass(cur) if single_pass(p) else None)
+                         new_pass(cur, p) if single_pass(p) else None)
     if single_pass(p):
         check_sample_budget(cur, p, sound=True)
         one = ((("full", 1.0, cur.n, cur.n), 1),)
         z = calibrate_common_multiplier(one, float(p["epsilon"]), float(p["delta"]),
                                         str(p["relation"]))
         return SoundPlan(batch_spec(cur, p["S1"], single_pass=True),
-                         batch_spec(cur, p["S2"], single_pass=True), z, counts, SinglePass(cur))
+                         batch_spec(cur, p["S2"], single_pass=True), z, counts, new_pass(cur, p))
     ref = batch_spec(cur, p["S1"])
     inc = batch_spec(cur, p["S2"])
     groups: dict[tuple[Any, ...], int] = {}
@@ -328,16 +333,21 @@ def sound_increment(cur: Curator, setting: Setting, p: Mapping[str, Any], plan: 
     """The noisy difference of mean clipped per-sample gradients from w0 to w1.
 
     Each per-sample difference is clipped at C = Lclip ||w1 - w0|| (data-independent: w
-    comes from earlier releases). The query is released divided by C, trial by trial, so
+    comes from earlier releases), or at the constant ``inc_clip`` when one is given. The
+    query is released divided by C, trial by trial, so
     its sensitivity 2/S2 and noise z 2/S2 are the same in every trial, then multiplied back
     (post-processing): each trial receives its difference plus N(0, (z 2 C/S2)^2 I), the
     movement-scaled noise of the paper with the bound enforced for any record (notes P-4).
     """
     s = setting_of(setting)
     xp = cur.xp
-    Lclip = float(p["Lclip"]) if p.get("Lclip") is not None else s.L
-    move = np.sqrt(_norm_np(cur, x1 - x0) ** 2 + _norm_np(cur, y1 - y0) ** 2)
-    C = Lclip * move
+    if p.get("inc_clip") is not None:
+        # Appendix D (line 889): every access clipped at one C, noise at 2C/B, whatever the
+        # move (no variance reduction in the noise, and no feedback from noisy moves to it).
+        C = np.full(cur.trials, float(p["inc_clip"]))
+    else:
+        Lclip = float(p["Lclip"]) if p.get("Lclip") is not None else s.L
+        C = Lclip * np.sqrt(_norm_np(cur, x1 - x0) ** 2 + _norm_np(cur, y1 - y0) ** 2)
     safe = np.where(C > 0, C, 1.0)
     inv = _per_trial(cur, np.where(C > 0, 1.0 / safe, 0.0))
     C_b = _per_trial(cur, C)
@@ -681,7 +691,7 @@ def dp_rgda(*, sound: bool, style: str):
         stream = None
         if not sound and single_pass(p):
             check_sample_budget(cur, p, sound=False)
-            stream = SinglePass(cur)
+            stream = new_pass(cur, p)
         y = warm_start(cur, setting, p, x, y, sound=sound, plan=plan)
         pert_rng = np.random.default_rng(cur.rng.integers(2**63))  # public randomness
         st = UpdaterState(x, x, y, cur.backend.asarray(np.zeros((cur.trials, s.d1))),

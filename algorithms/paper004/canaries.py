@@ -1,7 +1,7 @@
-"""Neighbouring pairs for the audits of paper 004's suite (``suites/papers/004.toml``).
+"""Neighbouring pairs for the audits of paper 004's battery (``battery.py`` beside this).
 
 An audit takes a user's pair as ``module:function`` called with no argument, so each size
-the suite audits at has its own function here. Each returns the replace-one worst case of
+the battery audits at has its own function here. Each returns the replace-one worst case of
 a mean of L0-Lipschitz gradients (:func:`algorithms.kl_problems.opposed_pair`): the pair
 on which the paper's declared ``L0/n`` (Lemma 8, line 406; Appendix D.2, line 658) is
 exceeded by a factor of 2.

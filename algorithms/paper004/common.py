@@ -27,7 +27,8 @@ PAPER = "paper 004 (Menart, Ullah, Arora, Bassily, Guzman: DP non-convex optimiz
 # Definition 2, line 64).
 PROBLEM_DEFAULTS: dict[str, Any] = {
     "problem": "auto", "kappa": 2.0, "n": 500, "d": 5, "a": 1.0, "spread": 0.25,
-    "radius": 2.0, "huber_delta": 0.25, "w0_distance": 1.0, "lb_epsilon": math.log(2.0),
+    "radius": 2.0, "huber_delta": 0.25, "tail": "linear", "w0_distance": 1.0,
+    "lb_epsilon": math.log(2.0),
     "lb_side": 1,
     "rho": 1.0, "beta": 0.1, "relation": "replace_one",
 }

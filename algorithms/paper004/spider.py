@@ -156,7 +156,10 @@ def kl_spider(*, sound: bool):
             running = to_numpy(cur, xp.linalg.vector_norm(g, axis=1)) >= thr  # line 10
             prev = W
             t = 0
-            while t < max_steps and running.any():
+            # Every trial's noise stream advances the same way whatever the others do (a
+            # trial runs the same alone as in a batch): the loop walks all max_steps steps,
+            # and a trial that has stopped takes no step and ignores its (masked) release.
+            while t < max_steps:
                 run_b = xp.reshape(cur.backend.asarray(running.astype(float)), (K_trials, 1))
                 gnorm = xp.linalg.vector_norm(g, axis=1, keepdims=True)
                 safe = xp.where(gnorm > 0, gnorm, xp.ones_like(gnorm))

@@ -2,13 +2,17 @@
 
 Three auditors share one statistics layer (:mod:`dpverify.audit.stats`) and one record
 (:class:`AuditResult`: epsilon_lower, epsilon_accountant, epsilon_claimed, confidence,
-trials, tightness):
+trials, tightness, and epsilon_detectable: what the test could have caught,
+:mod:`dpverify.audit.power`):
 
 * :func:`audit_blackbox`: distinguishing tests on the outputs of any target, registered
   or a user's ``module:function``, over neighbouring pairs;
 * :func:`audit_whitebox`: the exact privacy loss of every transcript of a curator
   algorithm, from replay on neighbours;
-* :func:`audit_onerun`: Steinke, Nasr and Jagielski's one-run audit with m canaries.
+* :func:`audit_onerun`: Steinke, Nasr and Jagielski's one-run audit with m canaries;
+* :func:`audit_sequential`: black-box or white-box audits in rounds, until a violation is
+  proven or the test could catch one of a given size (anytime-valid:
+  :mod:`dpverify.audit.betting`).
 
 Importing this package registers the ``audit`` check kind.
 
@@ -16,8 +20,8 @@ Examples
 --------
 >>> from dpverify.audit import audit
 >>> r = audit("gaussian_mechanism:sound", trials=20000, distinguisher="projection")
->>> sorted(k for k in r.metrics() if k.startswith("epsilon_"))[:3]
-['epsilon_accountant', 'epsilon_claimed', 'epsilon_lower']
+>>> sorted(k for k in r.metrics() if k.startswith("epsilon_"))[:4]
+['epsilon_accountant', 'epsilon_claimed', 'epsilon_detectable', 'epsilon_lower']
 """
 
 from dpverify.audit.blackbox import audit_blackbox
@@ -29,7 +33,10 @@ from dpverify.audit.onerun import (
     one_run_bound,
     one_run_p_value,
 )
+from dpverify.audit.power import Power, threshold_test_power
 from dpverify.audit.result import AuditResult
+from dpverify.audit.selection import select_and_bound
+from dpverify.audit.sequential import Schedule, audit_sequential
 from dpverify.audit.stats import (
     ScoreSplit,
     ThresholdBound,
@@ -39,17 +46,22 @@ from dpverify.audit.stats import (
     epsilon_from_gdp,
     epsilon_from_rates,
     epsilon_lower_bound,
+    epsilon_lower_bound_conditional,
     gdp_mu_from_rates,
     gdp_mu_lower_bound,
     gdp_mu_lower_bound_from_losses,
     gdp_mu_lower_bound_from_variance,
+    odds_ratio_lower_bound,
     privacy_profile,
 )
+from dpverify.audit.targets import declare_mechanism
 from dpverify.audit.whitebox import audit_whitebox, release_privacy_loss, transcript_privacy_loss
 
 __all__ = [
     "DISTINGUISHERS",
     "AuditResult",
+    "Power",
+    "Schedule",
     "ScoreSplit",
     "ThresholdBound",
     "audit",
@@ -58,22 +70,28 @@ __all__ = [
     "AuditOptions",
     "audit_experiment",
     "audit_onerun",
+    "audit_sequential",
     "audit_whitebox",
     "bound_from_scores",
     "clopper_pearson",
+    "declare_mechanism",
     "delta_from_gdp",
     "epsilon_from_gdp",
     "epsilon_from_rates",
     "epsilon_lower_bound",
+    "epsilon_lower_bound_conditional",
     "epsilon_one_run",
     "gdp_mu_from_rates",
     "gdp_mu_lower_bound",
     "gdp_mu_lower_bound_from_losses",
     "gdp_mu_lower_bound_from_variance",
     "one_run_bound",
+    "odds_ratio_lower_bound",
     "one_run_p_value",
     "privacy_profile",
     "release_privacy_loss",
+    "select_and_bound",
+    "threshold_test_power",
     "resolve_distinguishers",
     "transcript_privacy_loss",
 ]

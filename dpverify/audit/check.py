@@ -13,9 +13,14 @@ A suite entry::
     neighbours = "fresh_direction"
     confidence = 0.95
     distinguisher = "auto"
-    bound = "cp"               # cp | gdp | auto
+    bound = "cp"               # cp | gdp | auto (| parametric, white-box)
+    detect_probability = 0.9   # epsilon_detectable is caught with this probability
 
-The verdict is FAIL exactly when epsilon_lower exceeds the claimed epsilon.
+The verdict is FAIL exactly when epsilon_lower exceeds the claimed epsilon. With
+``sequential = true`` (and no ``trials``) the audit samples in rounds
+(:mod:`dpverify.audit.sequential`) until it proves a violation (FAIL) or its detectable
+epsilon falls to ``detect`` times the claim (PASS), within ``max_trials`` runs per world
+(else INCONCLUSIVE, "underpowered"); a run's ``--trials`` makes it fixed-size again.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any, Literal
 from dpverify.audit.blackbox import audit_blackbox
 from dpverify.audit.onerun import audit_onerun
 from dpverify.audit.result import MODES, AuditResult
+from dpverify.audit.sequential import Schedule, audit_sequential
 from dpverify.audit.whitebox import audit_whitebox
 from dpverify.checks import CheckKind, Options, Outcome, register_kind
 from dpverify.errors import InputError
@@ -34,13 +40,16 @@ from dpverify.experiment import Experiment
 DEFAULT_TRIALS = {"blackbox": 20000, "whitebox": 1000}
 # Options each mode accepts (besides those every mode takes).
 _COMMON = {"epsilon", "delta", "confidence", "relation", "params", "seed", "scale", "backend"}
-_REPEATED = {"block_size", "execution", "accountant"}
+_REPEATED = {"block_size", "execution", "accountant", "detect_probability"}
 _OPTIONS = {
     "blackbox": _COMMON | _REPEATED | {"neighbours", "trials", "distinguisher", "bound",
                                        "splits", "top_k"},
     "whitebox": _COMMON | _REPEATED | {"neighbours", "trials", "bound", "select_fraction"},
-    "onerun": _COMMON | {"canaries", "guesses", "scores", "canary_norm"},
+    "onerun": _COMMON | {"canaries", "guesses", "scores", "canary_norm", "detect_probability"},
 }
+# Options of a sequential audit (blackbox and whitebox): they make its Schedule.
+_SCHEDULE = {"detect": "detect", "max_trials": "max_trials", "first_round": "first",
+             "detect_probability": "probability"}
 _FUNCTIONS = {"blackbox": audit_blackbox, "whitebox": audit_whitebox, "onerun": audit_onerun}
 
 
@@ -60,11 +69,31 @@ def audit(target: str, *, mode: str = "blackbox", **options: Any) -> AuditResult
     """
     if mode not in MODES:
         raise InputError(f"audit mode must be one of {MODES}, got {mode!r}")
+    if options.pop("sequential", False):
+        return _sequential(target, mode, options)
+    for k in ("detect", "max_trials", "first_round"):
+        if options.get(k) is not None:
+            raise InputError(f"option {k!r} is for a sequential audit (sequential = true)")
+        options.pop(k, None)
     unknown = sorted(set(options) - _OPTIONS[mode])
     if unknown:
         raise InputError(f"unknown option(s) {unknown} for a {mode} audit; known: "
                          f"{sorted(_OPTIONS[mode])}")
     return _FUNCTIONS[mode](target, **options)
+
+
+def _sequential(target: str, mode: str, options: dict[str, Any]) -> AuditResult:
+    """A sequential audit: the schedule's options out of ``options``, the rest passed on."""
+    if mode == "onerun":
+        raise InputError("a one-run audit runs once: it has no sequential form")
+    if options.get("trials") is not None:
+        raise InputError("a sequential audit chooses its own number of trials: give "
+                         "'trials' (fixed size) or 'sequential', not both")
+    options.pop("trials", None)
+    sched = {_SCHEDULE[k]: options.pop(k) for k in list(options) if k in _SCHEDULE}
+    sched = {k: v for k, v in sched.items() if v is not None}
+    return audit_sequential(target, mode=mode, schedule=Schedule.for_mode(mode, **sched),
+                            **options)
 
 
 @dataclass(frozen=True)
@@ -92,12 +121,22 @@ class AuditOptions(Options):
     guesses: tuple[int, ...] | None = None
     scores: str | None = None
     canary_norm: float | None = None
+    detect_probability: float | None = None
+    sequential: bool | None = None
+    detect: float | None = None
+    max_trials: int | None = None
+    first_round: int | None = None
 
     def validate(self) -> None:
         given = set(self.keywords())
         if self.mode == "onerun" and self.trials is not None:
             raise InputError("a one-run audit runs once: give 'canaries', not 'trials'")
-        wrong = sorted(given - _OPTIONS[self.mode] - {"trials"})
+        if self.sequential and self.trials is not None:
+            raise InputError("a sequential audit chooses its own number of trials: give "
+                             "'trials' (fixed size) or 'sequential', not both")
+        allowed = _OPTIONS[self.mode] | ({"sequential", *_SCHEDULE} if self.sequential
+                                         else set())
+        wrong = sorted(given - allowed - {"trials"})
         if wrong:
             raise InputError(f"option(s) {wrong} do not apply to a {self.mode} audit; "
                              f"known: {sorted(_OPTIONS[self.mode] - _COMMON_RUN)}")
@@ -138,7 +177,11 @@ def audit_experiment(exp: Experiment, options: AuditOptions) -> AuditResult:
     """
     mode = options.mode
     kw = options.keywords()
-    if mode in DEFAULT_TRIALS:
+    if options.sequential and exp.trials is None:
+        pass  # the rounds choose the number of trials
+    elif mode in DEFAULT_TRIALS:
+        for k in ("sequential", "detect", "max_trials", "first_round"):
+            kw.pop(k, None)
         kw["trials"] = exp.trial_count(options.trials, DEFAULT_TRIALS[mode])
     kw.update(params=dict(exp.overrides), seed=exp.seed, scale=exp.scale.value,
               backend=exp.backend)

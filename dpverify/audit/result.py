@@ -46,10 +46,33 @@ class AuditResult:
     details: dict[str, Any] = field(default_factory=dict)
     evidence: dict[str, Any] = field(default_factory=dict)
     assumptions: list[str] = field(default_factory=list)
+    epsilon_detectable: float | None = None
+    detect_probability: float | None = None
+    power: dict[str, Any] = field(default_factory=dict)
+    # Set by a sequential audit: its own test of the claim, and why it stopped short.
+    claim_rejected: bool | None = None
+    inconclusive: str | None = None
 
     @property
     def verdict(self) -> Verdict:
-        return Verdict.FAIL if self.epsilon_lower > self.epsilon_claimed else Verdict.PASS
+        if self.claim_rejected or self.epsilon_lower > self.epsilon_claimed:
+            return Verdict.FAIL
+        return Verdict.INCONCLUSIVE if self.inconclusive else Verdict.PASS
+
+    def with_power(self, power: Any) -> AuditResult:
+        """Attach a :class:`~dpverify.audit.power.Power` (returns ``self``).
+
+        Examples
+        --------
+        >>> from dpverify.audit.power import Power
+        >>> r = AuditResult("x", "blackbox", 0.5, 1.0, None, 1e-5, 0.95, 10, "cp")
+        >>> r.with_power(Power(2.0, 0.9, "gaussian", 0.5, "cp")).epsilon_detectable
+        2.0
+        """
+        self.epsilon_detectable = float(power.epsilon)
+        self.detect_probability = float(power.probability)
+        self.power = power.to_dict()
+        return self
 
     @property
     def tightness(self) -> float | None:
@@ -71,16 +94,46 @@ class AuditResult:
             "tightness": self.tightness,
             "mode": self.mode,
             "bound": self.bound,
+            "epsilon_detectable": self.epsilon_detectable,
+            "detect_probability": self.detect_probability,
         }
         out.update(self.details)
         return jsonable(out)
 
+    def power_statement(self) -> str:
+        """What a PASS rules out: "no violation above epsilon = X at confidence C".
+
+        Examples
+        --------
+        >>> r = AuditResult("x", "blackbox", 0.5, 1.0, 1.0, 1e-5, 0.95, 1000, "cp",
+        ...                 epsilon_detectable=1.8, detect_probability=0.9)
+        >>> r.power_statement()
+        'no violation above epsilon = 1.8 at confidence 0.9'
+        """
+        if self.epsilon_detectable is None:
+            return f"no evidence of violation at level {1 - self.confidence:.3g}"
+        x = self.epsilon_detectable
+        shown = f"{x:.3g}" if math.isfinite(x) else "inf (nothing this test can detect)"
+        return f"no violation above epsilon = {shown} at confidence {self.detect_probability:g}"
+
     def message(self) -> str:
         acc = ("n/a" if self.epsilon_accountant is None
                else f"{self.epsilon_accountant:.4g}")
-        rel = ">" if self.verdict == Verdict.FAIL else "<="
-        what = ("proven violation" if self.verdict == Verdict.FAIL
-                else f"no evidence of violation at level {1 - self.confidence:.3g}")
+        v = self.verdict
+        rel = ">" if v == Verdict.FAIL else "<="
+        if v == Verdict.FAIL and self.claim_rejected:
+            e = self.details.get("e_value")
+            bound = max(self.epsilon_lower, self.epsilon_claimed)
+            what = (f"proven violation: epsilon > {bound:.4g}"
+                    + (f" (e-value {e:.3g} >= 1/alpha = {1 / (1 - self.confidence):.3g})"
+                       if e is not None else ""))
+        elif v == Verdict.FAIL:
+            what = "proven violation"
+        elif v == Verdict.INCONCLUSIVE:
+            what = f"underpowered: {self.inconclusive}"
+        else:
+            what = (f"{self.power_statement()} (false alarms at most "
+                    f"{1 - self.confidence:.3g})")
         return (f"epsilon_lower {self.epsilon_lower:.4g} ({self.bound}, {self.mode}, "
                 f"confidence {self.confidence:g}, {self.trials} trials) {rel} claimed "
                 f"{self.epsilon_claimed:.4g} at delta={self.delta:g}; accountant {acc}: {what}")
@@ -89,6 +142,8 @@ class AuditResult:
         ev = dict(self.evidence)
         if self.assumptions:
             ev["assumptions"] = list(self.assumptions)
+        if self.power:
+            ev["power"] = dict(self.power)
         return Outcome(self.verdict, self.metrics(), jsonable(ev), self.message())
 
     def to_dict(self) -> dict[str, Any]:
@@ -98,5 +153,6 @@ class AuditResult:
             "metrics": self.metrics(),
             "evidence": self.evidence,
             "assumptions": self.assumptions,
+            "power": self.power,
             "message": self.message(),
         })

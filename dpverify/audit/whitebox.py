@@ -40,7 +40,11 @@ log p_D' / p_D is negated. With L under both worlds:
   linear-loss canary), L is exactly N(+-mu^2/2, mu^2) and the spread of L bounds mu
   (:func:`~dpverify.audit.stats.gdp_mu_lower_bound_from_variance`); otherwise the means
   do, conservatively. ``auto`` uses GDP exactly when every release is an unsampled
-  Gaussian, else ``cp``;
+  Gaussian;
+* the ``parametric`` bound (:mod:`dpverify.audit.sampled`) fits the family the accountant
+  assumes for Poisson-sampled Gaussian releases (DP-SGD) to the loss samples, and states
+  that assumption; ``auto`` uses it where every release is a Poisson-sampled or
+  full-batch Gaussian under add/remove, and ``cp`` elsewhere;
 * the empirical privacy profile delta(eps) = E_D[(1 - e^(eps - L))_+] is reported as a
   point estimate.
 
@@ -52,20 +56,30 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.special
 
-from dpverify.audit import stats
-from dpverify.audit.blackbox import check_bound
+from dpverify.audit import sampled, stats
+from dpverify.audit.power import (
+    DETECT_PROBABILITY,
+    Power,
+    detectable_gdp_mean,
+    detectable_gdp_variance,
+    threshold_test_power,
+)
 from dpverify.audit.result import AuditResult
 from dpverify.audit.targets import (
+    AUTO_NEIGHBOURS,
     SEED_SAMPLES,
     accountant_epsilon,
     executor_kwargs,
     make_pairs,
+    plain_ledger,
     prepare,
+    resolve_neighbours,
 )
 from dpverify.curator import AMPLIFIED, Ledger, ReplayRecord
 from dpverify.data import NeighbourPair
@@ -75,6 +89,7 @@ from dpverify.execution import DEFAULT_BLOCK, map_blocks, run_target, seed_strea
 if TYPE_CHECKING:
     from dpverify.executors import Execution
 
+BOUNDS = ("auto", "cp", "gdp", "parametric")
 GDP_ASSUMPTION = ("GDP bound: assumes the transcript's trade-off curve is Gaussian (every "
                   "release an unsampled Gaussian and the canary's sensitivity the same in "
                   "every trial)")
@@ -305,12 +320,105 @@ def gdp_mu_lower_bound_whitebox(run: Mapping[str, Any], alpha: float) -> tuple[f
     return stats.gdp_mu_lower_bound_from_losses(LD, LDp, alpha), "mean"
 
 
+@dataclass(frozen=True)
+class WhiteboxBound:
+    """How a white-box audit bounds epsilon from its loss samples.
+
+    ``alpha`` the error level, ``bound`` ``auto``/``cp``/``gdp``/``parametric``,
+    ``select_fraction`` the share of transcripts choosing the CP threshold,
+    ``probability`` the detection probability of ``epsilon_detectable`` (``None``: not
+    computed, for repeated self-tests).
+
+    Examples
+    --------
+    >>> WhiteboxBound(0.05, "parametric").bound
+    'parametric'
+    """
+
+    alpha: float
+    bound: str = "auto"
+    select_fraction: float = 0.3
+    probability: float | None = DETECT_PROBABILITY
+
+    def __post_init__(self) -> None:
+        if self.bound not in BOUNDS:
+            raise InputError(f"bound must be one of {BOUNDS}, got {self.bound!r}")
+        if not 0.0 < float(self.select_fraction) < 1.0:
+            raise InputError(f"select_fraction must be in (0, 1), got {self.select_fraction!r}")
+
+
+def whitebox_pairs(setup: Any, neighbours: str | Sequence[str]) -> list[Any]:
+    """The audit's neighbouring pairs, each a NeighbourPair of Datasets.
+
+    Examples
+    --------
+    >>> s = prepare("noisy_gd:sound", params={"T": 2, "n": 20})
+    >>> [p.label for p in whitebox_pairs(s, "worst_case,outlier")]
+    ['worst_case', 'outlier']
+    """
+    if not setup.registered:
+        raise InputError(f"a white-box audit replays a registered curator algorithm; "
+                         f"{setup.name!r} is a callable (use mode blackbox or onerun)")
+    pairs = make_pairs(setup, resolve_neighbours(setup, neighbours))
+    for pr in pairs:
+        if pr.pair is None:
+            raise InputError(f"neighbours {pr.label!r} did not give two datasets; a white-box "
+                             "audit needs a NeighbourPair of Datasets")
+    return pairs
+
+
+def collect_runs(setup: Any, pairs: list[Any], trials: int, seeds: Sequence[Any],
+                 block_size: int | None = None, execution: Execution | None = None
+                 ) -> list[dict[str, Any]]:
+    """Replayed losses of ``trials`` transcripts per world for each pair (see replay_losses).
+
+    Examples
+    --------
+    >>> s = prepare("noisy_gd:sound", params={"T": 2, "n": 20})
+    >>> runs = collect_runs(s, whitebox_pairs(s, "worst_case"), 4, [np.random.SeedSequence(0)])
+    >>> runs[0]["loss_D"].shape, runs[0]["canary_in_D"]
+    ((4,), True)
+    """
+    runs = []
+    for pr, ss in zip(pairs, seeds, strict=True):
+        res = replay_losses(setup, pr.pair, trials, ss, block_size, execution)
+        res["label"] = pr.label
+        res["canary_in_D"] = pr.pair.D.n > pr.pair.D_prime.n
+        runs.append(res)
+    return runs
+
+
+def merge_runs(old: list[dict[str, Any]] | None, new: list[dict[str, Any]]
+               ) -> list[dict[str, Any]]:
+    """Each pair's runs so far followed by its new ones.
+
+    Examples
+    --------
+    >>> a = [{"loss_D": np.zeros(2), "loss_D_prime": np.zeros(2), "V": None,
+    ...       "gaussian": False, "releases": 3, "label": "p", "canary_in_D": True}]
+    >>> merge_runs(a, a)[0]["loss_D"].shape
+    (4,)
+    """
+    if old is None:
+        return new
+    out = []
+    for a, b in zip(old, new, strict=True):
+        m = dict(a)
+        m["loss_D"] = np.concatenate([a["loss_D"], b["loss_D"]])
+        m["loss_D_prime"] = np.concatenate([a["loss_D_prime"], b["loss_D_prime"]])
+        m["gaussian"] = a["gaussian"] and b["gaussian"]
+        m["V"] = (np.concatenate([a["V"], b["V"]])
+                  if m["gaussian"] and a["V"] is not None and b["V"] is not None else None)
+        out.append(m)
+    return out
+
+
 def audit_whitebox(
     target: str,
     *,
     epsilon: float | None = None,
     delta: float | None = None,
-    neighbours: str | Sequence[str] = "fresh_direction",
+    neighbours: str | Sequence[str] = AUTO_NEIGHBOURS,
     trials: int = 5000,
     confidence: float = 0.95,
     bound: str = "auto",
@@ -323,6 +431,7 @@ def audit_whitebox(
     backend: str = "numpy",
     execution: Execution | None = None,
     accountant: bool = True,
+    detect_probability: float | None = DETECT_PROBABILITY,
 ) -> AuditResult:
     """White-box epsilon lower bound of a registered curator algorithm.
 
@@ -333,10 +442,14 @@ def audit_whitebox(
     trials
         Transcripts replayed under each world of each pair (2 x trials runs per pair).
     bound
-        ``"auto"`` (GDP where every release is an unsampled Gaussian, else CP), ``"cp"``
-        or ``"gdp"`` (forced; the report carries the assumption).
+        ``"auto"`` (GDP where every release is an unsampled Gaussian, the parametric
+        sampled-Gaussian bound where every release is a Poisson-sampled or full-batch
+        Gaussian under add/remove, else CP), ``"cp"``, ``"gdp"`` or ``"parametric"``
+        (forced; the report carries the assumption).
     select_fraction
         Share of the transcripts used to choose the CP threshold.
+    detect_probability
+        The probability at which ``epsilon_detectable`` is caught (``None``: not computed).
 
     Other parameters are as in :func:`dpverify.audit.blackbox.audit_blackbox`.
 
@@ -344,84 +457,184 @@ def audit_whitebox(
     --------
     >>> r = audit_whitebox("noisy_gd:sound", params={"T": 5, "n": 50, "loss": "linear"},
     ...                    trials=1000)
-    >>> r.bound, r.verdict.value, 0.8 < r.tightness <= 1.0
-    ('gdp', 'PASS', True)
+    >>> r.bound, r.verdict.value, 0.8 < r.tightness <= 1.0, r.epsilon_detectable < 1.2
+    ('gdp', 'PASS', True, True)
     """
     trials = int(check_positive(trials, "trials", integer=True))
     confidence = check_probability(confidence, "confidence")
-    check_bound(bound)
-    if not 0.0 < float(select_fraction) < 1.0:
-        raise InputError(f"select_fraction must be in (0, 1), got {select_fraction!r}")
-    alpha = 1.0 - confidence
+    if detect_probability is not None:
+        check_probability(detect_probability, "detect_probability")
+    how = WhiteboxBound(1.0 - confidence, bound, select_fraction, detect_probability)
     setup = prepare(target, epsilon=epsilon, delta=delta, params=params, seed=seed,
                     scale=scale, relation=relation, backend=backend)
-    if not setup.registered:
-        raise InputError(f"a white-box audit replays a registered curator algorithm; "
-                         f"{setup.name!r} is a callable (use mode blackbox or onerun)")
-    pairs = make_pairs(setup, neighbours)
-    n_sel = max(1, min(trials - 1, int(round(trials * float(select_fraction)))))
-
+    pairs = whitebox_pairs(setup, neighbours)
     sample_root = seed_streams(seed, SEED_SAMPLES + 1)[SEED_SAMPLES]
-    runs: list[dict[str, Any]] = []
-    candidates: list[stats.ScoreSplit] = []
-    for pr, ss in zip(pairs, seed_streams(sample_root, len(pairs)), strict=True):
-        if pr.pair is None:
-            raise InputError(f"neighbours {pr.label!r} did not give two datasets; a white-box "
-                             "audit needs a NeighbourPair of Datasets")
-        res = replay_losses(setup, pr.pair, trials, ss, block_size, execution)
-        res["label"] = pr.label
-        runs.append(res)
-        LD, LDp = res["loss_D"], res["loss_D_prime"]
-        candidates.append(stats.ScoreSplit(pr.label, LD[:n_sel], LDp[:n_sel], LD[n_sel:],
-                                           LDp[n_sel:]))
+    runs = collect_runs(setup, pairs, trials, seed_streams(sample_root, len(pairs)),
+                        block_size, execution)
+    return whitebox_result(setup, runs, how, accountant)
 
+
+def _gdp(runs: list[dict[str, Any]], alpha: float) -> tuple[float, str, str]:
+    """Best pair's GDP mu lower bound (Bonferroni over pairs), its pair and method."""
+    best: tuple[float, str, str] | None = None
+    for r in runs:
+        mu, method = gdp_mu_lower_bound_whitebox(r, alpha / len(runs))
+        if best is None or mu > best[0]:
+            best = (mu, r["label"], method)
+    assert best is not None
+    return best
+
+
+def _parametric(setup: Any, runs: list[dict[str, Any]], alpha: float
+                ) -> dict[str, Any] | str:
+    """The sampled-Gaussian family's bound (Bonferroni over pairs), or why it does not apply."""
+    if setup.delta <= 0:
+        return "a Gaussian family has no finite pure-DP epsilon"
+    family = sampled.family_of(plain_ledger(setup), setup.relation)
+    if isinstance(family, str):
+        return family
+    best: dict[str, Any] | None = None
+    for r in runs:
+        k, how = sampled.kappa_lower_bound(r["loss_D"], r["loss_D_prime"], family,
+                                           canary_in_D=r["canary_in_D"],
+                                           alpha=alpha / len(runs))
+        if best is None or k > best["kappa_lower"]:
+            best = {"kappa_lower": k, "statistic": how, "pair": r["label"]}
+    assert best is not None
+    best["epsilon"] = sampled.family_epsilon(family, best["kappa_lower"], setup.delta)
+    best["family"] = family
+    return best
+
+
+def _choose(bound: str, gdp_valid: bool, par: dict[str, Any] | str, delta: float) -> str:
+    if bound == "parametric" and isinstance(par, str):
+        raise InputError(f"the parametric bound does not apply: {par}")
+    if bound != "auto":
+        return bound
+    if gdp_valid and delta > 0:  # no mu > 0 of GDP has a finite pure-DP epsilon
+        return "gdp"
+    return "cp" if isinstance(par, str) else "parametric"
+
+
+def whitebox_result(setup: Any, runs: list[dict[str, Any]], how: WhiteboxBound,
+                    accountant: bool = True) -> AuditResult:
+    """The white-box audit's result from the replayed losses of every pair.
+
+    Examples
+    --------
+    >>> s = prepare("noisy_gd:sound", params={"T": 2, "n": 20, "loss": "linear"})
+    >>> runs = collect_runs(s, whitebox_pairs(s, "worst_case"), 200,
+    ...                     [np.random.SeedSequence(0)])
+    >>> r = whitebox_result(s, runs, WhiteboxBound(0.05), accountant=False)
+    >>> r.bound, r.epsilon_lower <= r.epsilon_claimed < r.epsilon_detectable
+    ('gdp', True)
+    """
+    alpha = how.alpha
+    n = int(runs[0]["loss_D"].size)
+    n_sel = max(1, min(n - 1, int(round(n * float(how.select_fraction)))))
+    candidates = [stats.ScoreSplit(r["label"], r["loss_D"][:n_sel], r["loss_D_prime"][:n_sel],
+                                   r["loss_D"][n_sel:], r["loss_D_prime"][n_sel:]) for r in runs]
     cp = stats.bound_from_scores(candidates, delta=setup.delta, alpha=alpha, method="cp")
     gdp_valid = all(r["gaussian"] for r in runs)
-    use_gdp = bound == "gdp" or (bound == "auto" and gdp_valid)
-    gdp_eps, gdp_mu, gdp_pair = None, None, None
-    gdp_method = None
-    if use_gdp or gdp_valid:
-        a = alpha / len(runs)  # Bonferroni over pairs: the best pair is kept
-        for r in runs:
-            mu, method = gdp_mu_lower_bound_whitebox(r, a)
-            if gdp_mu is None or mu > gdp_mu:
-                gdp_mu, gdp_pair, gdp_method = mu, r["label"], method
-        gdp_eps = stats.epsilon_from_gdp(gdp_mu, setup.delta)
-    chosen_eps = gdp_eps if use_gdp else cp.epsilon
-    best_label = gdp_pair if use_gdp else cp.label.removesuffix(" (reversed)")
-    best = next(r for r in runs if r["label"] == best_label)
-
+    if gdp_valid:
+        par: dict[str, Any] | str = "not tried: every release is an unsampled Gaussian"
+    elif how.bound in ("auto", "parametric"):
+        par = _parametric(setup, runs, alpha)
+    else:
+        par = "not asked for"
+    chosen = _choose(how.bound, gdp_valid, par, setup.delta)
+    gdp_eps = gdp_mu = gdp_pair = gdp_method = None
+    if chosen == "gdp" or gdp_valid:
+        gdp_mu, gdp_pair, gdp_method = _gdp(runs, alpha)
+        gdp_eps = (stats.epsilon_from_gdp(gdp_mu, setup.delta) if setup.delta > 0
+                   else (math.inf if gdp_mu > 0 else 0.0))
+    if chosen == "gdp":
+        eps, label = gdp_eps, gdp_pair
+    elif chosen == "parametric":
+        assert isinstance(par, dict)
+        eps, label = par["epsilon"], par["pair"]
+    else:
+        eps, label = cp.epsilon, cp.label.removesuffix(" (reversed)")
+    best = next(r for r in runs if r["label"] == label)
+    details = _details(setup, runs, best, cp, (gdp_eps, gdp_mu, gdp_valid, gdp_method), par)
     eps_acc, acc_note = (accountant_epsilon(setup) if accountant
                          else (None, "not computed (accountant=False)"))
-    grid_top = max(2.0 * setup.epsilon_claimed, 1.0)
-    grid = np.linspace(0.0, grid_top, 41)
-    profile = stats.privacy_profile(best["loss_D"], grid)
-    fine = np.linspace(0.0, grid_top, 801)
-    prof_fine = stats.privacy_profile(best["loss_D"], fine)
-    below = np.flatnonzero(prof_fine <= setup.delta)
-    eps_estimate = float(fine[below[0]]) if below.size else math.inf
-    V = best["V"]
-    LD, LDp = best["loss_D"], best["loss_D_prime"]
+    assumptions = {"gdp": [GDP_ASSUMPTION], "parametric": [sampled.ASSUMPTION]}.get(chosen, [])
+    if chosen == "gdp" and not gdp_valid:
+        assumptions.append("GDP forced although some release is not an unsampled Gaussian")
+    res = AuditResult(setup.name, "whitebox", float(eps), setup.epsilon_claimed, eps_acc,
+                      setup.delta, 1.0 - alpha, n, chosen, details,
+                      _evidence(setup, best, cp, acc_note), assumptions)
+    if how.probability is None:
+        return res
+    return res.with_power(_power(chosen, setup, how, (n, n_sel, len(runs)),
+                                 gdp_method, par, cp))
+
+
+def _power(chosen: str, setup: Any, how: WhiteboxBound, sizes: tuple[int, int, int],
+           gdp_method: str | None, par: dict[str, Any] | str,
+           cp: stats.ThresholdBound) -> Power:
+    """What the white-box bound used catches, with its sizes (runs, selection, pairs)."""
+    n, n_sel, pairs = sizes
+    kw = {"alpha": how.alpha / pairs, "delta": setup.delta,
+          "epsilon": setup.epsilon_claimed, "probability": how.probability}
+    if chosen == "gdp" and gdp_method == "variance":
+        return detectable_gdp_variance(2 * n - 2, **kw)
+    if chosen == "gdp":
+        return detectable_gdp_mean(n, n, **kw)
+    if chosen == "parametric":
+        assert isinstance(par, dict)
+        return sampled.parametric_power(par["family"], n, **kw)
+    return threshold_test_power(cp.n_pos, cp.n_neg, alpha=cp.alpha, delta=setup.delta,
+                                epsilon=setup.epsilon_claimed, method="cp",
+                                probability=how.probability, selection=(n_sel, n_sel))
+
+
+def _details(setup: Any, runs: list[dict[str, Any]], best: dict[str, Any],
+             cp: stats.ThresholdBound, gdp: tuple[Any, ...], par: dict[str, Any] | str
+             ) -> dict[str, Any]:
+    gdp_eps, gdp_mu, gdp_valid, gdp_method = gdp
+    V, LD = best["V"], best["loss_D"]
     finite = np.isfinite(LD)
-    details = {
+    n = int(LD.size)
+    return {
         "epsilon_lower_cp": cp.epsilon,
         "epsilon_lower_gdp": gdp_eps,
         "mu_lower": gdp_mu,
         "gdp_valid": gdp_valid,
         "gdp_method": gdp_method,
-        "epsilon_estimate": eps_estimate,
+        "epsilon_lower_parametric": par["epsilon"] if isinstance(par, dict) else None,
+        "kappa_lower": par["kappa_lower"] if isinstance(par, dict) else None,
+        "parametric": (f"{par['statistic']} statistic, {par['family'].steps} releases"
+                       if isinstance(par, dict) else par),
+        "epsilon_estimate": _epsilon_estimate(setup, LD),
         "kl_estimate": float(LD[finite].mean()) if finite.any() else math.inf,
         "mu_replay_min": None if V is None else float(np.sqrt(V.min())),
         "mu_replay_max": None if V is None else float(np.sqrt(V.max())),
-        "runs_total": 2 * trials * len(pairs),
+        "runs_total": 2 * n * len(runs),
         "releases": best["releases"],
-        "pairs": [p.label for p in pairs],
-        "pair": best_label,
+        "pairs": [r["label"] for r in runs],
+        "pair": best["label"],
         "relation": setup.relation,
+        "instance": list(setup.notes),
     }
+
+
+def _epsilon_estimate(setup: Any, LD: np.ndarray) -> float:
+    """Point estimate: the smallest epsilon whose empirical delta(eps) is <= delta."""
+    fine = np.linspace(0.0, max(2.0 * setup.epsilon_claimed, 1.0), 801)
+    below = np.flatnonzero(stats.privacy_profile(LD, fine) <= setup.delta)
+    return float(fine[below[0]]) if below.size else math.inf
+
+
+def _evidence(setup: Any, best: dict[str, Any], cp: stats.ThresholdBound,
+              acc_note: str) -> dict[str, Any]:
+    LD, LDp = best["loss_D"], best["loss_D_prime"]
+    grid = np.linspace(0.0, max(2.0 * setup.epsilon_claimed, 1.0), 41)
     evidence = {
         "cp_test": cp.to_dict(),
-        "privacy_profile": {"epsilon": grid.tolist(), "delta_estimate": profile.tolist()},
+        "privacy_profile": {"epsilon": grid.tolist(),
+                            "delta_estimate": stats.privacy_profile(LD, grid).tolist()},
         "loss_quantiles_D": np.quantile(LD, [0.001, 0.01, 0.5, 0.99, 0.999]).tolist(),
         "loss_quantiles_D_prime": np.quantile(LDp, [0.001, 0.01, 0.5, 0.99, 0.999]).tolist(),
         "accountant": acc_note,
@@ -437,9 +650,4 @@ def audit_whitebox(
             "counts_D": np.histogram(LD[fD], edges)[0].tolist(),
             "counts_D_prime": np.histogram(LDp[fDp], edges)[0].tolist(),
         }
-    assumptions = [GDP_ASSUMPTION] if use_gdp else []
-    if use_gdp and not gdp_valid:
-        assumptions.append("GDP forced although some release is not an unsampled Gaussian")
-    return AuditResult(setup.name, "whitebox", float(chosen_eps), setup.epsilon_claimed, eps_acc,
-                       setup.delta, confidence, trials, "gdp" if use_gdp else "cp",
-                       details, evidence, assumptions)
+    return evidence

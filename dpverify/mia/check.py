@@ -53,6 +53,7 @@ class MiaOptions(Options):
     relation: str | None = None
     block_size: int | str | None = None
     accountant: bool | None = None
+    detect_probability: float | None = None
 
 
 @register_kind

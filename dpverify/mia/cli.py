@@ -56,7 +56,8 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    help="neighbouring relation (default: the claim's)")
     p.add_argument("--no-auc-test", action="store_true",
                    help="judge by the ROC test alone (all of alpha)")
-    p.add_argument("--block-size", type=int, default=None, help="trials per seeded block")
+    p.add_argument("--block-size", type=int, default=None,
+                   help="trials per seeded block (default: the executor's)")
 
 
 def _fmt(x: float | None) -> str:
@@ -77,6 +78,9 @@ def summary(res: MiaResult) -> str:
     lines.append(f"  {'epsilon_lower':<22}{_fmt(res.epsilon_lower):>10}  "
                  f"{_fmt(res.epsilon_claimed):>12}")
     lines.append(f"  {'epsilon_accountant':<22}{_fmt(res.epsilon_accountant):>10}")
+    if res.epsilon_detectable is not None:
+        lines.append(f"  {'epsilon_detectable':<22}{_fmt(res.epsilon_detectable):>10}  "
+                     f"(caught with probability {res.detect_probability:g})")
     lines.append(f"  {res.verdict.value}: " + res.message().split(": ", 1)[-1])
     return "\n".join(lines)
 

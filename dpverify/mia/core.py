@@ -35,10 +35,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpverify.audit import stats
+from dpverify.audit.power import DETECT_PROBABILITY, threshold_test_power
 from dpverify.audit.targets import DEFAULT_USER_D, DEFAULT_USER_N, accountant_epsilon, prepare
 from dpverify.checks import Outcome, jsonable
 from dpverify.claims import Verdict
-from dpverify.data import Dataset, as_dataset, synthetic_classification
+from dpverify.data import Dataset, as_dataset, check_finite, synthetic_classification
 from dpverify.errors import InputError, check_positive, check_probability
 from dpverify.execution import seed_streams
 from dpverify.mia import attacks as atk
@@ -97,6 +98,9 @@ class MiaResult:
     tpr: dict[float, float]
     details: dict[str, Any] = field(default_factory=dict)
     evidence: dict[str, Any] = field(default_factory=dict)
+    epsilon_detectable: float | None = None
+    detect_probability: float | None = None
+    power: dict[str, Any] = field(default_factory=dict)
 
     @property
     def auc_ceiling(self) -> float:
@@ -132,6 +136,8 @@ class MiaResult:
             "advantage_ceiling": bounds.advantage_ceiling(self.epsilon_claimed, self.delta),
             "attack": self.attack,
             "design": self.design,
+            "epsilon_detectable": self.epsilon_detectable,
+            "detect_probability": self.detect_probability,
         }
         out.update(self.details)
         return jsonable(out)
@@ -158,15 +164,22 @@ class MiaResult:
                        if what else "within the DP ceilings"))
         if what:
             return f"{head}: proven violation ({'; '.join(what)})"
-        return f"{head}: no evidence of violation at level {1 - self.confidence:.3g}"
+        if self.epsilon_detectable is None:
+            return f"{head}: no evidence of violation at level {1 - self.confidence:.3g}"
+        x = self.epsilon_detectable
+        shown = f"{x:.3g}" if math.isfinite(x) else "inf (nothing this test can detect)"
+        return (f"{head}: no violation above epsilon = {shown} at confidence "
+                f"{self.detect_probability:g} (the ROC test alone; false alarms at most "
+                f"{1 - self.confidence:.3g})")
 
     def to_outcome(self) -> Outcome:
-        return Outcome(self.verdict, self.metrics(), jsonable(self.evidence), self.message())
+        ev = {**self.evidence, "power": self.power} if self.power else self.evidence
+        return Outcome(self.verdict, self.metrics(), jsonable(ev), self.message())
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable({"target": self.target, "verdict": self.verdict.value,
                          "metrics": self.metrics(), "evidence": self.evidence,
-                         "message": self.message()})
+                         "power": self.power, "message": self.message()})
 
 
 def _population(setup: Any, data: str | Dataset | None, seed: int) -> Dataset:
@@ -184,6 +197,7 @@ def _population(setup: Any, data: str | Dataset | None, seed: int) -> Dataset:
         raise
     except Exception as e:
         raise InputError(f"data function {data} raised {type(e).__name__}: {e}") from e
+    check_finite(obj, f"data function {data}")
     return as_dataset(obj)
 
 
@@ -198,6 +212,7 @@ def _heldout(spec: str, source: Any, rng: np.random.Generator) -> Dataset:
         raise
     except Exception as e:
         raise InputError(f"nonmembers function {spec} raised {type(e).__name__}: {e}") from e
+    check_finite(obj, f"nonmembers function {spec}")
     return as_dataset(obj)
 
 
@@ -240,6 +255,7 @@ def membership_inference(
     backend: str = "numpy",
     execution: Execution | None = None,
     accountant: bool = True,
+    detect_probability: float | None = DETECT_PROBABILITY,
 ) -> MiaResult:
     """Membership inference against ``target``, judged against its privacy claim.
 
@@ -294,6 +310,12 @@ def membership_inference(
         size only.
     accountant
         Whether to account a registered target's ledger for ``epsilon_accountant``.
+    detect_probability
+        The probability at which ``epsilon_detectable`` is caught: the epsilon of a
+        Gaussian-trade-off mechanism that the ROC test, with its held-out members and
+        non-members and its level, refutes with that probability
+        (:func:`~dpverify.audit.power.threshold_test_power`; the AUC test only adds power).
+        ``None``: not computed.
 
     Returns
     -------
@@ -430,6 +452,15 @@ def membership_inference(
         evidence["lira_fit"] = {"sd_in": fit.sd_in, "sd_out": fit.sd_out,
                                 "min_shadows_in": int(fit.shadows_in.min()),
                                 "min_shadows_out": int(fit.shadows_out.min())}
-    return MiaResult(setup.name, chosen, design, roc.epsilon, setup.epsilon_claimed, eps_acc,
-                     setup.delta, confidence, trials, head["auc"], auc_lower,
-                     {f: head[f"tpr_at_fpr_{f:g}"] for f in FPRS}, details, evidence)
+    res = MiaResult(setup.name, chosen, design, roc.epsilon, setup.epsilon_claimed, eps_acc,
+                    setup.delta, confidence, trials, head["auc"], auc_lower,
+                    {f: head[f"tpr_at_fpr_{f:g}"] for f in FPRS}, details, evidence)
+    if detect_probability is not None:
+        pw = threshold_test_power(roc.n_pos, roc.n_neg, alpha=roc.alpha, delta=setup.delta,
+                                  epsilon=setup.epsilon_claimed, method="cp",
+                                  probability=detect_probability,
+                                  selection=(candidates[0].select_pos.size,
+                                             candidates[0].select_neg.size))
+        res.epsilon_detectable, res.detect_probability = pw.epsilon, pw.probability
+        res.power = pw.to_dict()
+    return res

@@ -27,16 +27,21 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    help="sweep K over these values (repeatable; K alone: a log2 grid around "
                         "its current value). Default: every parameter the theorem names")
     p.add_argument("--fixed", action="append", default=[], metavar="K=V",
-                   help="hold a parameter at a value (repeatable; same as --param)")
+                   help="hold a parameter at a value (repeatable; same as --param; "
+                        "default: the algorithm's own, or for a function n=100, d=2, "
+                        "epsilon=1, delta=1e-5)")
     p.add_argument("--seeds", type=int, default=None,
                    help="runs per grid point, batched as trials (default 20; --trials too)")
     p.add_argument("--theory", action="append", default=[], metavar="K=P",
                    help="theorem exponent of K (repeatable, e.g. n=-1 or n=-2/3); replaces "
-                        "the declared exponents; required for module:function targets")
+                        "the declared exponents; required for module:function targets "
+                        "(default: the declared theorem)")
     p.add_argument("--log-factor", action="append", default=None, metavar="EXPR",
-                   help="log factor of the theorem to divide out, e.g. 'log(n)' (repeatable)")
+                   help="log factor of the theorem to divide out, e.g. 'log(n)' (repeatable; "
+                        "default: the declared theorem's)")
     p.add_argument("--regime", action="append", default=None, metavar="EXPR",
-                   help="where the theorem holds, e.g. 'n*epsilon >= sqrt(d)' (repeatable)")
+                   help="where the theorem holds, e.g. 'n*epsilon >= sqrt(d)' (repeatable; "
+                        "default: the declared theorem's)")
     p.add_argument("--sided", choices=list(SIDES), default=None,
                    help="upper: an upper bound (default); two: a tight rate")
     p.add_argument("--metric", default=None, help="utility metric (default: the theorem's)")
@@ -52,22 +57,24 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    help="power (log-log), offset (with a floor) or auto")
     p.add_argument("--rate", default=None, metavar="EXPR",
                    help="the theorem's full bound, every term (e.g. '(sqrt(d)/n)**(1/3) + "
-                        "(d/(n*epsilon))**(1/2)'): regress on 1/EXPR, theory exponent -1")
+                        "(d/(n*epsilon))**(1/2)'): regress on 1/EXPR, theory exponent -1 (default: "
+                        "fit one exponent per parameter)")
     p.add_argument("--saturation", type=float, default=None, metavar="S",
                    help="window: leave out points whose mean is above S times the metric "
-                        "at the start (the trivial value)")
+                        "at the start (the trivial value; default: none left out)")
     p.add_argument("--control", action="append", default=[], metavar="K=V",
                    help="window: a non-private control, these parameter overrides on the "
-                        "same grid (repeatable, e.g. epsilon=1e6)")
+                        "same grid (repeatable, e.g. epsilon=1e6; default: no control)")
     p.add_argument("--control-ratio", type=float, default=10.0, metavar="R",
                    help="window: leave out points less than R times the control's mean")
     p.add_argument("--no-crn", action="store_true",
                    help="independent randomness per grid point (default: common random "
                         "numbers)")
-    p.add_argument("--plot", default=None, metavar="FILE", help="write a log-log PNG here")
+    p.add_argument("--plot", default=None, metavar="FILE",
+                   help="write a log-log PNG here (default: not drawn)")
     p.add_argument("--baseline", default=None, metavar="FILE",
                    help="a previous rates JSON (or report.json): flag exponents that drift "
-                        "outside its intervals")
+                        "outside its intervals (default: no comparison)")
 
 
 def _parse_value(raw: str) -> Any:

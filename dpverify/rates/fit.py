@@ -8,8 +8,9 @@ The recommended fit (benchmarking anchors, Part A and section (a)):
    cross-check, ``mean = A L x^p + c`` with a floor ``c >= 0`` (the *offset* model, fitted
    by variable projection: a profile over ``p`` with ``A, c`` solved in closed form, in the
    spirit of Chinchilla's approach 3 and VPNLS);
-3. use the offset model when its floor is material (``c`` above ``floor_select`` of the
-   smallest mean), the power model otherwise;
+3. keep the offset model only where the data show a floor: ``c`` material (above
+   ``floor_select`` of the smallest mean) and significantly nonzero (a nested-model test
+   against the seeds' noise); the power model otherwise (:func:`floor_kept`);
 4. bootstrap the whole procedure, model choice included, by resampling seeds jointly
    across grid points (seed j is one cluster: with common random numbers its values at
    different points are correlated); take the percentile interval, widened for few
@@ -57,9 +58,9 @@ class FitSettings:
     model
         ``auto`` (offset when the floor is material), ``power`` or ``offset``.
     floor_select
-        ``auto`` uses the offset model when its floor is above ``floor_select`` of the
-        smallest mean; the choice is remade in every bootstrap resample, so the interval
-        carries the uncertainty of the choice.
+        ``auto`` keeps the offset model only when its floor is above ``floor_select`` of
+        the smallest mean and significantly nonzero (:func:`floor_kept`); the choice is
+        remade in every bootstrap resample, so the interval carries its uncertainty.
     min_points
         Fewest grid points inside the regime for a verdict, and fewest points where the
         fitted signal must exceed a fitted floor.
@@ -148,6 +149,7 @@ class RateFit:
     amplitude: float = math.nan
     floor: float = 0.0
     floor_share: float = 0.0
+    floor_p: float = math.nan
     lack_of_fit_p: float = math.nan
     local_slopes: np.ndarray = field(default_factory=lambda: np.zeros(0))
     verdict: Verdict = Verdict.INCONCLUSIVE
@@ -203,6 +205,7 @@ class RateFit:
             "ci_offset": list(self.ci_offset),
             "floor": self.floor,
             "floor_share": self.floor_share,
+            "floor_p": self.floor_p,
             "lack_of_fit_p": self.lack_of_fit_p,
             "axis": self.axis,
             "exponent_raw": self.exponent_raw,
@@ -499,19 +502,13 @@ def fit_rate(
         pb_off, Ab_off, cb_off = offset_fits(lx, lL, np.where(good[:, None], Yb, 1.0), center,
                                              weights=wb)
         pb_off = np.where(good, pb_off, np.nan)
-    share_b = cb_off / Yb.min(axis=1)
     level, how = settings.confidence, settings.interval
     fit.ci_power = _bootstrap_ci(fit.exponent_power, pb_pow, level, k, how)
     fit.ci_offset = _bootstrap_ci(fit.exponent_offset, pb_off, level, k, how)
 
-    if settings.model == "power" or (settings.model == "auto" and lx.size < 4):
-        # (three parameters need four points to leave a residual)
-        use_off, use_off_b = False, np.zeros(B, bool)
-    elif settings.model == "offset":
-        use_off, use_off_b = True, np.ones(B, bool)
-    else:
-        use_off = bool(fit.floor_share > settings.floor_select)
-        use_off_b = share_b > settings.floor_select
+    keep = _keep_floor(fit, settings, lx, lL, (Yu, ybar, p_pow, a_pow, p_off, A_off, c_off),
+                       (Yres.transpose(1, 0, 2), Yb, pb_pow, ab_pow, pb_off, Ab_off, cb_off))
+    use_off, use_off_b = bool(keep[0]), keep[1:]
     fit.model = "offset" if use_off else "power"
     fit.exponent = fit.exponent_offset if use_off else fit.exponent_power
     reps = np.where(use_off_b, pb_off, pb_pow)
@@ -528,6 +525,80 @@ def fit_rate(
         gap = abs(fit.exponent_power - fit.exponent_offset)
         fit.flags.append(f"power and offset models disagree by {gap:.2f}")
     return _decide(fit)
+
+
+def _keep_floor(fit: RateFit, settings: FitSettings, lx: np.ndarray, lL: np.ndarray,
+                point: tuple[np.ndarray, ...], boot: tuple[np.ndarray, ...]) -> np.ndarray:
+    """The model choice of the point fit and of each resample (True: offset), in one array.
+
+    ``point`` and ``boot`` are (seeds, means, power p, power a, offset p, A, c), the seeds
+    (rows, m, k) and the rest with one row per fit (the point fit's as scalars or (1,)).
+    """
+    rows = [np.concatenate([np.reshape(a, (-1, *np.shape(b)[1:])), b])
+            for a, b in zip((point[0][None], *point[1:]), boot, strict=True)]
+    Yk, Ybar, pp, ap, po, Ao, co = rows
+    B1 = Ybar.shape[0]
+    if settings.model == "power" or (settings.model == "auto" and lx.size < 4):
+        return np.zeros(B1, bool)  # (three parameters need four points to leave a residual)
+    if settings.model == "offset":
+        return np.ones(B1, bool)
+    pv = floor_pvalues(lx, lL, Ybar, Yk, (pp, ap), (po, Ao, co))
+    fit.floor_p = float(pv[0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = co / Ybar.min(axis=1)
+    return floor_kept(share, pv, settings)
+
+
+def floor_kept(share: np.ndarray, pvalues: np.ndarray, settings: FitSettings) -> np.ndarray:
+    """Where the automatic model keeps the offset model's floor ``c`` (one row per fit).
+
+    Only where the data show one: material (above ``floor_select`` of the smallest mean)
+    *and* significantly nonzero (the nested-model test of :func:`floor_pvalues` at level
+    ``1 - confidence``). A clean power law then keeps the power model, whose interval is
+    the narrower; a real floor is kept. The rule is applied to every bootstrap resample
+    too, so the interval carries the uncertainty of the choice.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> n = 2.0 ** np.arange(7, 13)
+    >>> clean = n[:, None] ** -1.0 * np.exp(0.3 * rng.standard_normal((6, 20)))
+    >>> fit_rate(n, clean, theory=-1.0, n_boot=400, rng=1).model
+    'power'
+    >>> floored = clean + 0.5 * n.min() ** -1.0
+    >>> fit_rate(n, floored, theory=-1.0, n_boot=400, rng=1).model
+    'offset'
+    """
+    return (share > settings.floor_select) & (pvalues < 1.0 - settings.confidence)
+
+
+def floor_pvalues(lx: np.ndarray, lL: np.ndarray, Ybar: np.ndarray, Yk: np.ndarray,
+                  power: tuple[np.ndarray, np.ndarray],
+                  offset: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    """p-values of the floor: the nested-model test of ``c = 0`` in each row.
+
+    ``Ybar`` (R, m) point means, ``Yk`` (R, m, k) the seeds behind them; the residuals of
+    the power fit (``power = (p, a)``: ``log(mean / L) = a + p log x``) and of the offset
+    fit (``offset = (p, A, c)``: ``mean = A L x^p + c``) are scaled by each mean's seed
+    noise on the log scale (var(log mean) = s^2 / (k mean^2)). The drop in the chi-square
+    is chi-square(1) under c = 0, halved at the boundary c >= 0 (Self and Liang 1987,
+    case 5). Where the seeds do not vary the noise is unknown and a material floor is
+    taken as significant (p = 0).
+    """
+    from scipy.stats import chi2
+
+    k = Yk.shape[-1]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        var = Yk.var(axis=-1, ddof=1) / (k * Ybar**2)
+        ly = np.log(Ybar) - lL
+        rp = ly - (power[1][:, None] + power[0][:, None] * lx)
+        pred = offset[1][:, None] * np.exp(lL + offset[0][:, None] * lx) + offset[2][:, None]
+        ro = np.log(Ybar) - np.log(pred)
+        drop = np.sum(rp**2 / var, axis=1) - np.sum(ro**2 / var, axis=1)
+    noiseless = ~np.all(var > 0, axis=1)
+    p = 0.5 * chi2.sf(np.maximum(np.nan_to_num(drop, nan=0.0), 0.0), 1)
+    p = np.where(np.isfinite(offset[2]) & (offset[2] > 0), p, 1.0)
+    return np.where(noiseless & np.isfinite(offset[2]) & (offset[2] > 0), 0.0, p)
 
 
 def _lack_of_fit(lx: np.ndarray, ly: np.ndarray, Yu: np.ndarray, p: float, a: float) -> float:

@@ -312,6 +312,47 @@ def _accepts(fn: Callable[..., Any], name: str) -> bool:
         p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
 
 
+#: The grid's values of the usual parameters when a function target's sweep names none
+#: (the sizes match the audit's defaults for a user's callable).
+FUNCTION_DEFAULTS: dict[str, Any] = {"n": 100, "d": 2, "epsilon": 1.0, "delta": 1e-5}
+
+
+def function_arguments(fn: Callable[..., Any], grid: Mapping[str, Any],
+                       given: set[str], name: str = "") -> dict[str, Any]:
+    """The grid parameters ``fn`` is called with: every one its signature takes, by name.
+
+    ``grid`` holds the point's parameters (defaults, fixed and varied); ``given`` names
+    those the user set (fixed or varied), which ``fn`` must accept. A parameter ``fn``
+    needs that the grid does not know is an error naming it, found before any call.
+
+    Examples
+    --------
+    >>> def f(n, d, epsilon, seed):
+    ...     return d / (n * epsilon)
+    >>> function_arguments(f, {**FUNCTION_DEFAULTS, "n": 50}, {"n"})
+    {'n': 50, 'd': 2, 'epsilon': 1.0}
+    """
+    label = name or getattr(fn, "__name__", "function")
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return dict(grid)
+    params = sig.parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return dict(grid)
+    unknown = sorted(k for k in given if k not in params)
+    if unknown:
+        raise InputError(f"{label}{sig} takes no parameter {', '.join(map(repr, unknown))} "
+                         f"(set by --vary/--fixed)")
+    missing = [k for k, p in params.items() if k not in grid and k not in ("seed", "seeds")
+               and p.default is p.empty
+               and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if missing:
+        raise InputError(f"{label}{sig} needs {', '.join(map(repr, missing))}, which the grid "
+                         f"does not know: give --fixed {missing[0]}=VALUE")
+    return {k: v for k, v in grid.items() if k in params}
+
+
 def run_function_sweep(
     fn: Callable[..., Any],
     parameter: str,
@@ -324,41 +365,46 @@ def run_function_sweep(
     common_random_numbers: bool = True,
     progress: Callable[[str, float], None] | None = None,
 ) -> Sweep:
-    """Sweep a user's utility function ``f(**params, seed=int) -> float``.
+    """Sweep a user's utility function ``f(n, d, epsilon, ..., seed) -> float``.
 
-    The function receives the fixed parameters and the grid value as keywords, plus an
-    integer ``seed`` (seed ``j`` is the same integer at every point under common random
-    numbers). A function with a ``seeds`` parameter is called once per point with an
-    integer array and must return one utility per seed.
+    The grid knows :data:`FUNCTION_DEFAULTS` (n, d, epsilon, delta), the ``fixed``
+    parameters and the swept one; ``f`` is called with every one of them its signature
+    takes, by name (all of them through ``**kwargs``), plus an integer ``seed`` (seed ``j``
+    is the same integer at every point under common random numbers). A function with a
+    ``seeds`` parameter is called once per point with an integer array and must return
+    one utility per seed. The sweep's point parameters hold the whole grid, so a
+    theorem's log factors and regime can name any of them.
 
     Examples
     --------
-    >>> def f(n, seed):
-    ...     return float(np.random.default_rng(seed).exponential() / n)
+    >>> def f(n, d, seed):
+    ...     return float(d * np.random.default_rng(seed).exponential() / n)
     >>> sw = run_function_sweep(f, "n", [10, 20, 40], seeds=3)
-    >>> sw.utilities.shape
-    (3, 3)
+    >>> sw.utilities.shape, sw.params[0]["epsilon"]
+    ((3, 3), 1.0)
     """
     seeds = int(check_positive(seeds, "seeds", integer=True))
     values = check_grid(parameter, values)
     vectorized = _accepts(fn, "seeds") and not _accepts(fn, "seed")
+    given = {*(fixed or {}), parameter}
     Y = np.empty((len(values), seeds))
     secs = np.zeros(len(values))
     point_params = []
     for i, v in enumerate(values):
-        p = {**(fixed or {}), parameter: v}
+        p = {**FUNCTION_DEFAULTS, **(fixed or {}), parameter: v}
         point_params.append(p)
+        kw = function_arguments(fn, p, given, name)
         key = () if common_random_numbers else (i,)
         ints = sweep_stream(seed, parameter, 1, *key).generate_state(seeds).astype(np.int64)
         t0 = time.perf_counter()
         try:
             if vectorized:
-                vals = np.asarray(fn(**p, seeds=ints), dtype=float).reshape(-1)
+                vals = np.asarray(fn(**kw, seeds=ints), dtype=float).reshape(-1)
             else:
-                vals = np.array([float(fn(**p, seed=int(s))) for s in ints])
+                vals = np.array([float(fn(**kw, seed=int(s))) for s in ints])
         except TypeError as e:
-            raise InputError(f"calling {name or fn!r} with {sorted(p)} and a seed failed: {e}"
-                             ) from None
+            raise InputError(f"calling {name or fn!r} with {sorted(kw)} and a seed failed: "
+                             f"{e}") from None
         if vals.shape != (seeds,):
             raise InputError(f"{name or fn!r} returned {vals.shape[0]} utilities for "
                              f"{seeds} seeds")

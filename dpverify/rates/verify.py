@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -405,9 +406,11 @@ class RateOptions(Options):
     of ``vary``), ``seeds``, ``metric``, ``theory`` (exponents, to override or to supply for
     ``module:function`` targets), ``log_factors``, ``regime``, ``sided``, ``axis``,
     ``common_random_numbers``, ``control`` (parameter overrides for a non-private control
-    sweep), ``rate`` (the theorem's full multi-term bound) and the :class:`FitSettings`
-    fields (``saturation`` and ``control_ratio`` validate the window). Seeds come from the
-    options, else the run's ``--trials``, else 20 (40 at the thorough scale).
+    sweep), ``rate`` (the theorem's full multi-term bound), ``claimed_by`` (whose rate
+    ``theory`` is, e.g. another paper's bound, so that a FAIL says whose claim the
+    measurements refute) and the :class:`FitSettings` fields (``saturation`` and
+    ``control_ratio`` validate the window). Seeds come from the options, else the run's
+    ``--trials``, else 20 (40 at the thorough scale).
     """
 
     vary: str | tuple[str, ...] | dict[str, Any] | None = None
@@ -422,6 +425,7 @@ class RateOptions(Options):
     common_random_numbers: bool = True
     control: dict[str, Any] | None = None
     rate: str | None = None
+    claimed_by: str | None = None
     confidence: float = 0.95
     tolerance: float = 0.10
     max_width: float = 0.5
@@ -437,6 +441,9 @@ class RateOptions(Options):
     def validate(self) -> None:
         self.fit_settings()
         _check_vary(self)
+        if self.claimed_by is not None and not self.claimed_by.strip():
+            raise InputError("claimed_by must name whose rate the theory is, got an empty "
+                             "string")
 
     def fit_settings(self) -> FitSettings:
         """The :class:`FitSettings` part of the options."""
@@ -466,7 +473,10 @@ class RateCheck(CheckKind):
     Options = RateOptions
 
     def run(self, exp: Experiment, options: RateOptions) -> Outcome:
-        return outcome_of(rates_of(exp, options))
+        res = rates_of(exp, options)
+        if options.claimed_by:
+            res.theory = dataclasses.replace(res.theory, source=options.claimed_by.strip())
+        return outcome_of(res)
 
 
 def rates_of(exp: Experiment, o: RateOptions) -> RatesResult:

@@ -48,10 +48,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="figures in the HTML as inline SVG (default), base64 PNG, or none")
     parser.add_argument("--baseline", default=None, metavar="FILE",
                         help="a report.json to compare against: regressions are listed in the "
-                             "reports and the exit code is 1")
+                             "reports and the exit code is 1 (default: no comparison)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="print only the regressions, not the files written")
     parser.add_argument("--json", dest="json_path", default=None, metavar="FILE",
                         help="also write the report JSON (with the regressions found) here, "
-                             "e.g. the committed baseline copy, or the merged report")
+                             "e.g. the committed baseline copy, or the merged report (default: not "
+                             "written)")
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -70,9 +73,13 @@ def run_command(args: argparse.Namespace) -> int:
     """
     from dpverify.report.io import write_json_atomic
     from dpverify.report.merge import load_reports, merge_reports
+    from dpverify.report.runs import LATEST, resolve_latest
     from dpverify.report.writer import compare_baseline, load_report, write_rendered
 
     names = [args.report] if isinstance(args.report, str) else list(args.report)
+    # reports/latest as a pointer file (where links cannot be made) leads to its run folder
+    names = [str(resolve_latest(Path(n))) if Path(n).name == LATEST and Path(n).is_file()
+             else n for n in names]
     if len(names) > 1 and not args.out:
         raise InputError(f"merging {len(names)} reports needs --out DIR for the merged report")
     loaded = load_reports(names)
@@ -90,8 +97,8 @@ def run_command(args: argparse.Namespace) -> int:
                              plot_format=args.plots)
     if args.json_path:
         written.append(write_json_atomic(args.json_path, rep))
+    for r in regressions:  # the reason for exit code 1, even with --quiet
+        print(f"regression: {r}")
     if not getattr(args, "quiet", False):
-        for r in regressions:
-            print(f"regression: {r}")
         print("wrote " + ", ".join(str(p) for p in written))
     return 1 if regressions else 0

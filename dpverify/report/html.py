@@ -31,10 +31,12 @@ from dpverify.report.paper import (
     headline,
     summary_rows,
     utility_text,
+    verdict_words,
 )
+from dpverify.report.registers import coverage_sentence
 
 #: Longest raw evidence shown per check, in characters (the JSON report has all of it).
-EVIDENCE_CHARS = 12000
+EVIDENCE_CHARS = 6000
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d1d1f;
@@ -56,12 +58,18 @@ th{background:#f5f5f7}
 .cmd{margin:4px 0}
 figure.plot{margin:12px 0;text-align:center}figure.plot svg,figure.plot img{max-width:100%;
  height:auto}
+figure.plot svg text{font-family:"DejaVu Sans","Bitstream Vera Sans",Verdana,Arial,
+ sans-serif}
 figcaption{font-size:12.5px;color:#555;max-width:900px;margin:4px auto;text-align:left}
 details pre{max-height:320px;overflow:auto;background:#fafafa;border:1px solid #eee;
  padding:8px;font-size:11.5px}
-nav ul{columns:2;font-size:13px}.note{color:#7a5b00}
-.desc{font-style:italic;color:#333;margin:2px 0}
+nav ul{font-size:13px;margin:2px 0}nav details ul{columns:2}nav li{break-inside:avoid}
+nav summary{cursor:pointer}nav .v{font-size:11px;padding:0 4px}.note{color:#7a5b00}
+.desc{font-style:italic;color:#333;margin:2px 0}.vnote{font-weight:400;font-size:13px}
 ol.findings li{margin-bottom:8px}
+.register summary{cursor:pointer;margin:6px 0}.status{font-size:12.5px}
+.status-verified,.status-confirmed{color:#17622a}.status-refuted,.status-unexpected{color:#9b1c13}
+.status-inconclusive,.status-not-run{color:#7a5b00}
 """
 
 
@@ -94,6 +102,17 @@ def _cell(v: tuple[str, int, int] | None) -> str:
         return "—"
     cls = "" if v[1] == v[2] else ' class="unmet"'
     return f"{_verdict(v[0])} <span{cls}>{v[1]}/{v[2]} as expected</span>"
+
+
+def _words(v: tuple[str, int, int] | None, words: str) -> str:
+    """A summary cell in words (the rate column), badged with its worst verdict."""
+    if v is None:
+        return "—"
+    cls = "" if v[1] == v[2] else ' class="unmet"'
+    text, _, count = words.rpartition(" (")
+    text = text.removeprefix(f"{v[0]}: ")
+    text = "" if re.fullmatch(rf"\d+ {v[0]}", text) else text  # all passed: the badge says it
+    return f"{_verdict(v[0])} {_e(text)} <span{cls}>({_e(count)}</span>"
 
 
 def _figure(p: _plots.Plot) -> str:
@@ -129,11 +148,70 @@ def _group_epsilons(g: GroupView, fmt_: str) -> str:
     return note + "".join(_figure(p) for p in ps)
 
 
+#: Longest list of plain values shown whole in a check's numbers; longer ones are cut.
+LIST_ITEMS = 24
+
+
+def _shown(obj: Any) -> Any:
+    """``obj`` for reading: floats to 6 significant digits, long lists of plain values cut
+    to their ends (report.json keeps every value)."""
+    if isinstance(obj, float):
+        return float(f"{obj:.6g}")
+    if isinstance(obj, Mapping):
+        return {k: _shown(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        items = [_shown(v) for v in obj]
+        plain = all(not isinstance(v, (Mapping, list, tuple)) for v in items)
+        if plain and len(items) > LIST_ITEMS:
+            items = [*items[:10], f"... {len(items) - 12} more in report.json ...",
+                     *items[-2:]]
+        return items
+    return obj
+
+
+def evidence_text(obj: Any, width: int = 96) -> str:
+    """A check's numbers as JSON for reading: a value that fits in ``width`` characters
+    on one line, anything longer opened up one level at a time.
+
+    Examples
+    --------
+    >>> print(evidence_text({"means": [1.5, 2.123456789], "fit": {"p": -1}}, width=30))
+    {
+     "means": [1.5, 2.12346],
+     "fit": {"p": -1}
+    }
+    >>> evidence_text({"x": list(range(30))})
+    '{"x": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, "... 18 more in report.json ...", 28, 29]}'
+    """
+    return _dump(_shown(obj), 0, width)
+
+
+def _dump(obj: Any, depth: int, width: int) -> str:
+    flat = json.dumps(obj)
+    if len(flat) + depth <= width or not isinstance(obj, (Mapping, list)) or not obj:
+        return flat
+    pad = " " * (depth + 1)
+    if isinstance(obj, Mapping):
+        items = [f"{pad}{json.dumps(str(k))}: {_dump(v, depth + 1, width)}"
+                 for k, v in obj.items()]
+        return "{\n" + ",\n".join(items) + "\n" + " " * depth + "}"
+    items = [pad + _dump(v, depth + 1, width) for v in obj]
+    return "[\n" + ",\n".join(items) + "\n" + " " * depth + "]"
+
+
+def _note(r: Mapping[str, Any]) -> str:
+    """What a verdict means, beside its badge: whose claim a FAIL refutes, why an
+    INCONCLUSIVE could not decide."""
+    words = verdict_words(r)
+    extra = words.partition(": ")[2]
+    return f' <span class="vnote">{_e(extra)}</span>' if extra else ""
+
+
 def _check_html(c: CheckView, fmt_: str | None) -> str:
     r = c.record
     met = "" if r.get("met") else ' <span class="unmet">not as expected</span>'
     out = [f'<div class="check" id="{anchor("c", c.id)}">',
-           f"<h4>{_e(c.id)} {_verdict(r.get('verdict'))}{met}</h4>",
+           f"<h4>{_e(c.id)} {_verdict(r.get('verdict'))}{_note(r)}{met}</h4>",
            *([f'<p class="desc">{_e(r["description"])}</p>'] if r.get("description") else []),
            f"<p>Expected {_e(r.get('expected'))}; {float(r.get('seconds') or 0):.1f} s. "
            f"{_e(c.statement.text())}</p>"]
@@ -142,15 +220,49 @@ def _check_html(c: CheckView, fmt_: str | None) -> str:
     if fmt_ is not None:
         ps, note = _safe(lambda: _plots.check_plots(r, fmt_), f"check {c.id}")
         out.append(note + "".join(_figure(p) for p in ps))
-    raw = json.dumps({"message": r.get("message"), "metrics": r.get("metrics"),
-                      "evidence": r.get("evidence"), "params": r.get("params"),
-                      "options": r.get("options")}, indent=1)
+    raw = evidence_text({"message": r.get("message"), "metrics": r.get("metrics"),
+                         "evidence": r.get("evidence"), "params": r.get("params"),
+                         "options": r.get("options")})
     if len(raw) > EVIDENCE_CHARS:
         raw = raw[:EVIDENCE_CHARS] + f"\n... ({len(raw) - EVIDENCE_CHARS} more characters " \
                                      "in report.json)"
-    out.append(f"<details><summary>Numbers and evidence</summary><pre>{_e(raw)}</pre>"
+    out.append("<details><summary>Numbers and evidence</summary>"
+               f"<pre>{html.escape(raw, quote=False)}</pre>"
                "</details></div>")
     return "\n".join(out)
+
+
+def _register_html(g: GroupView, ids: set[str]) -> str:
+    """The paper's claims register: each claim, where it is stated, its checks and status."""
+    rows = []
+    for r in g.register:
+        e = r.entry
+        kind = str(e.get("kind", "")) + (f" in {e['variable']}" if e.get("variable") else "")
+        links = ", ".join(f'<a href="#{anchor("c", c)}">{_e(c)}</a>' if c in ids
+                          else f"<code>{_e(c)}</code>" for c in r.checks)
+        rows.append(f'<tr><td><b>{_e(e.get("id"))}</b> {_e(e.get("claim"))}</td>'
+                    f"<td>{_e(e.get('source'))}</td><td>{_e(kind)}</td><td>{links}</td>"
+                    f'<td class="status status-{_e(r.status.replace(" ", "-"))}">'
+                    f"{_e(r.status)}{': ' + _e(r.detail) if r.detail else ''}</td></tr>")
+    return (f'<details open class="register"><summary><b>Claims register.</b> '
+            f"{_e(coverage_sentence(g.register))}</summary>"
+            '<table class="register"><thead><tr><th>claim</th><th>source</th><th>kind</th>'
+            "<th>checks</th><th>status</th></tr></thead><tbody>" + "".join(rows)
+            + "</tbody></table></details>")
+
+
+def _contents(doc: Document) -> str:
+    """The table of contents: each group, and in it a link to every check (folded per
+    group, with its verdict), so any check is two clicks away."""
+    out = ['<nav id="contents"><h2>Contents</h2><ul><li><a href="#summary">Summary</a></li>']
+    for g in doc.groups:
+        items = "".join(f'<li><a href="#{anchor("c", c.id)}">{_e(c.id)}</a> '
+                        f"{_verdict(c.record.get('verdict'))}</li>" for c in g.checks)
+        out.append(f'<li><a href="#{anchor("g", g.key)}">{_e(group_heading(g, 90))}</a>'
+                   f"<details><summary>{len(g.checks)} checks</summary><ul>{items}</ul>"
+                   "</details></li>")
+    out.append('<li><a href="#versions">Versions</a></li></ul></nav>')
+    return "".join(out)
 
 
 def render_html(rep: Mapping[str, Any], *, plot_format: str = "svg",
@@ -201,17 +313,14 @@ def render_html(rep: Mapping[str, Any], *, plot_format: str = "svg",
     if missing and plot_format != "none":
         parts.append(f'<p class="note" id="no-plots">Figures are not drawn: {_e(missing)}.</p>')
     parts.append("</header>")
-    parts.append('<nav><h2>Contents</h2><ul><li><a href="#summary">Summary</a></li>'
-                 + "".join(f'<li><a href="#{anchor("g", g.key)}">'
-                           f"{_e(group_heading(g, 90))}</a></li>" for g in doc.groups)
-                 + '<li><a href="#versions">Versions</a></li></ul></nav>')
+    parts.append(_contents(doc))
     parts += ['<section id="summary"><h2>Summary</h2>', '<table class="summary"><thead><tr>'
               "<th>group</th><th>algorithm</th><th>variant</th><th>kind</th><th>privacy</th>"
               "<th>rate</th><th>agreement</th></tr></thead><tbody>"]
     for row in summary_rows(doc):
         parts.append(f"<tr><td>{_e(row.group)}</td><td>{_e(row.algorithm)}</td>"
                      f"<td><code>{_e(row.target)}</code></td><td>{_e(row.kind)}</td>"
-                     f"<td>{_cell(row.privacy)}</td><td>{_cell(row.rate)}</td>"
+                     f"<td>{_cell(row.privacy)}</td><td>{_words(row.rate, row.rate_words)}</td>"
                      f"<td>{_cell(row.agreement)}</td></tr>")
     parts.append("</tbody></table>")
     parts.append("<p>Privacy: account, audit, sensitivity and membership-inference checks; "
@@ -224,6 +333,8 @@ def render_html(rep: Mapping[str, Any], *, plot_format: str = "svg",
     for g in doc.groups:
         parts.append(f'<section class="group" id="{anchor("g", g.key)}">'
                      f"<h2>{_e(group_heading(g))}</h2>")
+        if g.register:
+            parts.append(_register_html(g, {c.id for c in g.checks}))
         if fmt_ is not None:
             parts.append(_group_epsilons(g, fmt_))
         for a in g.algorithms:
@@ -265,4 +376,5 @@ def render_html(rep: Mapping[str, Any], *, plot_format: str = "svg",
                  + "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>"
                            for k, v in pk.items() if v)
                  + "</tbody></table></section></body></html>")
-    return "\n".join(parts) + "\n"
+    page, css = _plots.share_svg_styles("\n".join(parts) + "\n")
+    return page.replace("</style></head>", f"{_plots.MPL_CSS}{css}</style></head>", 1)

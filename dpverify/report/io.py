@@ -70,3 +70,44 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> Path:
     from dpverify.checks import jsonable
 
     return write_text_atomic(path, json.dumps(jsonable(obj), indent=2, sort_keys=False) + "\n")
+
+
+def check_writable(path: str | os.PathLike[str], what: str, *, folder: bool = False) -> Path:
+    """Fail now, naming ``what`` and ``path``, unless a report can be written there.
+
+    ``folder``: the path is a folder that files go into (created if missing), else a file
+    written atomically (through a temporary file beside it). The nearest existing folder
+    on the way must take a new file: one is created and removed again, so the answer is
+    the operating system's, whatever the user's privileges. Nothing else is created.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> check_writable(Path(tempfile.mkdtemp()) / "a" / "r.json", "--json").name
+    'r.json'
+    >>> from dpverify.errors import InputError
+    >>> try:
+    ...     check_writable("/proc/dpverify/report", "--report-dir", folder=True)
+    ... except InputError as e:
+    ...     print(str(e).split(" (")[0])
+    --report-dir '/proc/dpverify/report': cannot write in '/proc'
+    """
+    from dpverify.errors import InputError
+
+    p = Path(path)
+    if folder and p.exists() and not p.is_dir():
+        raise InputError(f"{what} {str(p)!r} is not a folder (a file is there)")
+    if not folder and p.is_dir():
+        raise InputError(f"{what} {str(p)!r} is a folder, not a file")
+    start = p if folder else p.parent
+    base = next((q for q in (start, *start.parents) if q.exists()), Path("."))
+    if not base.is_dir():
+        raise InputError(f"{what} {str(p)!r}: {str(base)!r} is not a folder")
+    try:
+        fd, tmp = _create_temp(base / ".dpverify-probe")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        raise InputError(f"{what} {str(p)!r}: cannot write in {str(base)!r} "
+                         f"({e.strerror or e})") from None
+    return p

@@ -20,11 +20,17 @@ from dpverify.report.paper import (
     summary_rows,
     utility_text,
     verdict_cell,
+    verdict_words,
 )
+from dpverify.report.registers import RegisterRow, coverage_sentence
 
 DISCLAIMER = ("PASS means no evidence of violation at the check's level, not a proof of "
-              "privacy. On a `paper` variant (the algorithm as printed) a FAIL is the harness "
-              "finding the defect the text carries; on a `sound` variant it would be a bug.")
+              "privacy. On a `paper` variant (the algorithm as printed) a FAIL of a privacy "
+              "check is the harness finding the defect the text carries; on a `sound` variant "
+              "a privacy FAIL would be a bug. A rate check tests a stated utility theorem, "
+              "not the variant's privacy: its FAIL names the claim the measurements refute "
+              "(the paper's own rate at the schedule it states, or another paper's bound), "
+              "and an INCONCLUSIVE says why the grid could not decide.")
 
 
 def cell(text: Any) -> str:
@@ -123,7 +129,7 @@ def render_markdown(rep: Mapping[str, Any], doc: Document | None = None) -> str:
                   "|---|---|---|---|---|---|---|"]
         for r in rows:
             lines.append(f"| {r.group} | {r.algorithm} | `{r.target}` | {r.kind} | "
-                         f"{verdict_cell(r.privacy)} | {verdict_cell(r.rate)} | "
+                         f"{verdict_cell(r.privacy)} | {cell(r.rate_words)} | "
                          f"{verdict_cell(r.agreement)} |")
         lines.append("")
     regressions = rep.get("regressions") or []
@@ -133,6 +139,8 @@ def render_markdown(rep: Mapping[str, Any], doc: Document | None = None) -> str:
         lines.append("")
     for g in doc.groups:
         lines += [f"## {group_heading(g)}", ""]
+        if g.register:
+            lines += register_lines(g.register)
         for a in g.algorithms:
             lines += [f"### {a.name}", ""]
             if a.source or a.description:
@@ -158,7 +166,7 @@ def render_markdown(rep: Mapping[str, Any], doc: Document | None = None) -> str:
                 r = c.record
                 cmds = "; ".join(f"`{x}`" for x in c.commands)
                 desc = f"*{str(r['description']).rstrip('.')}.* " if r.get("description") else ""
-                lines.append(f"- **{c.id}**: {r.get('verdict')} (expected {r.get('expected')}, "
+                lines.append(f"- **{c.id}**: {verdict_words(r)} (expected {r.get('expected')}, "
                              f"{r.get('seconds', 0):.1f} s). {desc}{c.statement.text()}"
                              + (f" Reproduce: {cmds}." if cmds else ""))
             findings = a.findings
@@ -169,3 +177,25 @@ def render_markdown(rep: Mapping[str, Any], doc: Document | None = None) -> str:
     lines += ["## Versions", ""]
     lines += [f"- {k}: {v}" for k, v in (rep.get("packages") or {}).items() if v]
     return "\n".join(lines) + "\n"
+
+
+def register_lines(rows: list[RegisterRow]) -> list[str]:
+    """A paper's claims register as a Markdown table, led by its coverage.
+
+    Examples
+    --------
+    >>> r = RegisterRow({"id": "T1", "claim": "rate", "source": "Thm 1", "kind": "utility",
+    ...                  "variable": "n", "checks": ["a.rate.n"]}, "verified", "1 check(s)")
+    >>> register_lines([r])[4]
+    '| **T1** rate | Thm 1 | utility in n | `a.rate.n` | verified: 1 check(s) |'
+    """
+    out = [f"**Claims register.** {coverage_sentence(rows)}", "",
+           "| claim | source | kind | checks | status |", "|---|---|---|---|---|"]
+    for r in rows:
+        e = r.entry
+        kind = str(e.get("kind", "")) + (f" in {e['variable']}" if e.get("variable") else "")
+        checks = ", ".join(f"`{c}`" for c in r.checks)
+        status = r.status + (f": {r.detail}" if r.detail else "")
+        out.append(f"| **{e.get('id')}** {cell(e.get('claim'))} | {cell(e.get('source'))} | "
+                   f"{cell(kind)} | {checks} | {cell(status)} |")
+    return [*out, ""]

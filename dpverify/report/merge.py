@@ -123,6 +123,10 @@ def merge_reports(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str,
     for _, rep in reports:
         for target, info in (rep.get("algorithms") or {}).items():
             algorithms.setdefault(target, info)
+    registers: dict[str, Any] = {}
+    for _, rep in reports:
+        for group, entries in (rep.get("registers") or {}).items():
+            registers.setdefault(group, entries)
     records = [c for _, c in checks.values()]
     regressions = list(dict.fromkeys(r for _, rep in reports for r in rep.get("regressions")
                                      or []))
@@ -145,6 +149,7 @@ def merge_reports(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str,
         "summary": summarize(records),
         "regressions": regressions,
         "algorithms": algorithms,
+        **({"registers": registers} if registers else {}),
         "checks": records,
         "merged_from": merged_from,
     }

@@ -97,13 +97,193 @@ def _encode(fig: Any, fmt_: str, salt: str, *, tight: bool = False,
     bbox = "tight" if tight else None
     if fmt_ == "svg":
         buf = io.StringIO()
-        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
+        # Vertices closer than half a point to the simplified line are not drawn anyway.
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt,
+                                    "path.simplify_threshold": 0.5}):
             fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches=bbox)
         text = buf.getvalue()
-        return text[text.index("<svg"):]  # inline in HTML: no XML prolog or doctype
+        return compact_svg(text[text.index("<svg"):], svg_prefix(salt))  # no XML prolog
     bio = io.BytesIO()
     fig.savefig(bio, format="png", dpi=110, metadata={"Software": None}, bbox_inches=bbox)
     return base64.b64encode(bio.getvalue()).decode("ascii")
+
+
+_SVG_NS, _XLINK_NS = "http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"
+_HREF = f"{{{_XLINK_NS}}}href"
+_COORDS = ("d", "x", "y", "x1", "x2", "y1", "y2", "points", "transform", "width", "height",
+           "viewBox")
+_DECIMALS = re.compile(r"-?\d+\.\d+")
+
+
+def _round(m: re.Match[str]) -> str:
+    """A coordinate to 1/10 pt (a seventh of a pixel at 96 dpi), without a bare ".0"."""
+    text = f"{float(m.group(0)):.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
+def svg_prefix(plot_id: str) -> str:
+    """A short id prefix for one figure's elements, unique in practice (a hash of its id).
+
+    Examples
+    --------
+    >>> svg_prefix("plot-roc-a"), svg_prefix("plot-roc-a") == svg_prefix("plot-roc-b")
+    ('fb4ae02', False)
+    """
+    import hashlib
+
+    return "f" + hashlib.sha1(plot_id.encode()).hexdigest()[:6]
+
+
+def compact_svg(svg: str, prefix: str) -> str:
+    """A matplotlib SVG made fit for one page among many: unique ids, a fraction of the
+    bytes, the same drawing.
+
+    Every figure matplotlib writes names its groups ``figure_1``, ``axes_1``...; in a
+    page of many figures those ids repeat. Ids nothing refers to are dropped; those a
+    ``url(#...)`` or ``href="#..."`` refers to (clip paths, markers) become ``prefix-0``,
+    ``prefix-1``... (``prefix``: one per figure, :func:`svg_prefix`). Each distinct
+    inline style becomes a class of the figure's own; metadata, comments, the font list
+    repeated on every text (the page's style gives it once), groups with no attribute,
+    indentation and coordinates finer than 1/10 pt (below a pixel, even on a
+    high-density screen) go.
+
+    Examples
+    --------
+    >>> svg = ('<svg xmlns="http://www.w3.org/2000/svg"><metadata>m</metadata>'
+    ...        '<g id="figure_1"><g><clipPath id="p1"><rect/></clipPath>'
+    ...        '<path d="M 0.123456 1.5" clip-path="url(#p1)" style="fill: none"/>'
+    ...        '<text style="font-size: 7px; font-family: DejaVu Sans, sans-serif; '
+    ...        'text-anchor: middle">0.123456</text></g></g></svg>')
+    >>> out = compact_svg(svg, "k")
+    >>> print(out.replace("><", ">\\n<"))
+    <svg xmlns="http://www.w3.org/2000/svg">
+    <style>.k0{fill: none}.k1{font-size: 7px; text-anchor: middle}</style>
+    <clipPath id="k-0">
+    <rect />
+    </clipPath>
+    <path d="M0.1 1.5" clip-path="url(#k-0)" class="k0" />
+    <text class="k1">0.123456</text>
+    </svg>
+    """
+    import xml.etree.ElementTree as ET
+
+    ET.register_namespace("", _SVG_NS)
+    ET.register_namespace("xlink", _XLINK_NS)
+    root = ET.fromstring(svg)
+    refs = [a or b for a, b in re.findall(r'url\(#([^)]+)\)|href="#([^"]+)"', svg)]
+    used_ids = {old: f"{prefix}-{i}" for i, old in enumerate(dict.fromkeys(refs))}
+    classes: dict[str, str] = {}
+    _compact(root, prefix, used_ids, classes)
+    if classes:
+        style = ET.Element(f"{{{_SVG_NS}}}style")
+        style.text = "".join(f".{c}{{{rule}}}" for rule, c in classes.items())
+        root.insert(0, style)
+    return ET.tostring(root, encoding="unicode")
+
+
+def _compact(el: Any, prefix: str, used: dict[str, str], classes: dict[str, str]) -> None:
+    """Rewrite ``el``'s children in place (see :func:`compact_svg`)."""
+    kids = []
+    for child in list(el):
+        tag = child.tag.rsplit("}", 1)[-1] if isinstance(child.tag, str) else ""
+        if tag in ("metadata", ""):
+            continue  # metadata, comments
+        _compact(child, prefix, used, classes)
+        _attributes(child, prefix, used, classes)
+        if child.tail is not None and not child.tail.strip():
+            child.tail = None  # indentation
+        if tag == "g" and not child.attrib:
+            kids += list(child)  # a group that says nothing: its children take its place
+        else:
+            kids.append(child)
+    if el.text is not None and not el.text.strip():
+        el.text = None
+    for child in list(el):
+        el.remove(child)
+    el.extend(kids)
+
+
+_MPL_RULE = ('<defs><style type="text/css">*{stroke-linejoin: round; stroke-linecap: butt}'
+             "</style></defs>")
+#: The page's form of matplotlib's rule for every element of a figure, at the lowest
+#: specificity so that each element's own class still wins.
+MPL_CSS = "svg *{stroke-linejoin:round;stroke-linecap:butt}"
+
+
+def share_svg_styles(page: str) -> tuple[str, str]:
+    """One set of style classes for every figure of a page: (page, the classes' CSS).
+
+    :func:`compact_svg` gives each figure its own classes; most are the same rules (the
+    grid, the ticks, the fonts). Here each distinct rule gets one short class for the
+    whole page, defined once in the page's style (``figure.plot .s0{...}``), and
+    matplotlib's rule for every element is left to :data:`MPL_CSS`.
+
+    Examples
+    --------
+    >>> a = '<svg><style>.fa0{fill: none}</style><path class="fa0"/></svg>'
+    >>> b = '<svg><style>.fb0{font-size: 7px}.fb1{fill: none}</style><text class="fb1"/></svg>'
+    >>> page, css = share_svg_styles(a + b)
+    >>> page
+    '<svg><path class="s0"/></svg><svg><text class="s0"/></svg>'
+    >>> css
+    'figure.plot .s0{fill: none}figure.plot .s1{font-size: 7px}'
+    """
+    rules: dict[str, str] = {}
+
+    def adopt(m: re.Match[str]) -> str:
+        local = dict(re.findall(r"\.([\w-]+)\{([^}]*)\}", m.group(2)))
+        names = {c: rules.setdefault(rule, f"s{len(rules)}") for c, rule in local.items()}
+        body = re.sub(r'class="([\w-]+)"', lambda k: f'class="{names.get(k[1], k[1])}"',
+                      m.group(3)).replace(_MPL_RULE, "")
+        return m.group(1) + body
+
+    page = re.sub(r"(<svg\b[^>]*>)<style>([^<]*)</style>(.*?</svg>)", adopt, page, flags=re.S)
+    return page, "".join(f"figure.plot .{c}{{{r}}}" for r, c in rules.items())
+
+
+def short_path(d: str) -> str:
+    """SVG path data in fewer bytes: no space around commands, and a run of line-tos
+    written once (the SVG grammar repeats the last command for further coordinates).
+
+    Examples
+    --------
+    >>> short_path("M 0 1 L 2 3 L 4 5 L 6 7 z")
+    'M0 1L2 3 4 5 6 7z'
+    """
+    d = re.sub(r"\s*([MLHVCSQTAZmlhvcsqtaz])\s*", r"\1", d.strip())
+    out: list[str] = []
+    for p in re.split(r"(?=[MLHVCSQTAZmlhvcsqtaz])", d):
+        if p.startswith("L") and out and out[-1].startswith("L"):
+            out[-1] += " " + p[1:]
+        elif p:
+            out.append(p)
+    return "".join(out)
+
+
+def _attributes(el: Any, prefix: str, used: dict[str, str], classes: dict[str, str]) -> None:
+    a = el.attrib
+    if "id" in a:
+        if a["id"] in used:
+            a["id"] = used[a["id"]]
+        else:
+            del a["id"]
+    for key in ("clip-path", "mask", "fill", "filter"):
+        if key in a and a[key].startswith("url(#"):
+            a[key] = f"url(#{used.get(a[key][5:-1], a[key][5:-1])})"
+    if _HREF in a and a[_HREF].startswith("#"):
+        a[_HREF] = "#" + used.get(a[_HREF][1:], a[_HREF][1:])
+    if a.get("transform", "").startswith(("rotate(-0 ", "rotate(0 ")):
+        del a["transform"]
+    for key in _COORDS:
+        if key in a:
+            a[key] = _DECIMALS.sub(_round, " ".join(a[key].split()))
+    if "d" in a:
+        a["d"] = short_path(a["d"])
+    style = a.pop("style", None)
+    if style is not None:
+        style = re.sub(r"font-family:[^;]*;?\s*", "", style).strip().rstrip(";").strip()
+        if style:
+            a["class"] = classes.setdefault(style, f"{prefix}{len(classes)}")
 
 
 def _style(ax: Any) -> None:

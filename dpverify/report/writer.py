@@ -59,7 +59,8 @@ def report_dict(run: Any, regressions: list[str] | None = None) -> dict[str, Any
     group, source, claims, utility theorem, findings; ``null`` for a ``module:function``)
     and, per check, ``source`` (suite file and line), ``claim`` (the privacy claim at
     the check's parameters) and ``description`` (the suite entry's, carried by its
-    :class:`~dpverify.checks.CheckSpec`, when it has one).
+    :class:`~dpverify.checks.CheckSpec`, when it has one); and, when a paper the run touches
+    has one, ``registers`` (its claims register, :mod:`dpverify.report.registers`).
 
     Examples
     --------
@@ -89,9 +90,20 @@ def report_dict(run: Any, regressions: list[str] | None = None) -> dict[str, Any
                    for i, s in enumerate(run.suites)],
         "summary": summarize(checks),
         "regressions": list(regressions or []),
+        **({"param_overrides": jsonable(run.param_overrides)}
+           if getattr(run, "param_overrides", None) else {}),
         "algorithms": jsonable(algos),
+        **_registers(algos),
         "checks": checks,
     }
+
+
+def _registers(algos: Mapping[str, Any]) -> dict[str, Any]:
+    """The claims registers of the papers the run touched (none: no key)."""
+    from dpverify.report.registers import collect_registers
+
+    regs = collect_registers(str(info["group"]) for info in algos.values() if info)
+    return {"registers": jsonable(regs)} if regs else {}
 
 
 def _fmt(v: Any) -> str:

@@ -1,0 +1,94 @@
+"""Pair search, declared mechanisms taking query answers, pure DP, and the catalogue."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dpverify.audit import audit_blackbox
+from dpverify.audit.targets import make_pairs, prepare
+from dpverify.cli import main
+from dpverify.errors import InputError
+
+USER_MODULE = '''
+import numpy as np
+from dpverify.audit import declare_mechanism
+
+def laplace(answers, rng, trials):
+    """The Laplace mechanism on one count, at scale 1 (1-DP), float-safe grid."""
+    k = rng.geometric(1 - np.exp(-2.0**-10), (trials, 1)) - rng.geometric(
+        1 - np.exp(-2.0**-10), (trials, 1))
+    return float(answers[0]) + 2.0**-10 * k
+
+def laplace_half_scale(answers, rng, trials):
+    """The same at half the scale: 2-DP, claimed 1."""
+    return float(answers[0]) + 0.5 * (laplace(answers, rng, trials) - float(answers[0]))
+
+@declare_mechanism(epsilon=1.0, delta=0.0, queries=3, relation="componentwise")
+def noisy_max(answers, rng, trials):
+    a = np.asarray(answers, dtype=float)
+    return np.argmax(a + rng.laplace(0, 2.0, (trials, a.size)), axis=1)[:, None]
+
+def pairs():
+    return [(np.array([1.0]), np.array([2.0])), (np.array([1.0]), np.array([0.0]))]
+
+def one_pair():
+    return np.array([1.0]), np.array([2.0])
+'''
+
+
+@pytest.fixture
+def user_mod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+             request: pytest.FixtureRequest) -> str:
+    name = f"usersearch_{request.node.name.replace('[', '_').replace(']', '').replace('-', '_')}"
+    (tmp_path / f"{name}.py").write_text(USER_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+def test_a_pair_function_may_return_several_pairs(user_mod: str) -> None:
+    s = prepare(f"{user_mod}:laplace", epsilon=1.0, delta=0.0)
+    pairs = make_pairs(s, f"{user_mod}:pairs,{user_mod}:one_pair")
+    assert [p.label for p in pairs] == [f"{user_mod}:pairs[0]", f"{user_mod}:pairs[1]",
+                                        f"{user_mod}:one_pair"]
+    assert pairs[1].describe()["D_prime"] == [0.0]
+
+
+def test_query_targets_get_vectors_and_a_search_by_default(user_mod: str) -> None:
+    s = prepare(f"{user_mod}:noisy_max")  # the declaration carries the claim
+    assert (s.epsilon_claimed, s.delta, s.queries, s.relation) == (1.0, 0.0, 3,
+                                                                   "componentwise")
+    labels = [p.label for p in make_pairs(s, None)]
+    # seven: at k = 3 half_half is one_above_rest_below
+    assert labels[:2] == ["one_above", "one_below"] and len(labels) == 7
+    with pytest.raises(InputError, match="takes a vector of 3 query answers"):
+        make_pairs(s, "fresh_direction")  # a dataset handed to a vector: refused, named
+    r = audit_blackbox(f"{user_mod}:noisy_max", trials=4000, distinguisher="histogram")
+    assert r.details["pair"] in labels and r.evidence["witness"]["D"] is not None
+    assert r.details["runs_total"] < 2 * 4000 * 8  # the search spends less than full audits
+
+
+def test_undeclared_callables_take_queries_from_params(user_mod: str) -> None:
+    s = prepare(f"{user_mod}:laplace", epsilon=1.0, delta=0.0, params={"queries": 1})
+    assert [p.label for p in make_pairs(s, "search")] == ["one_above", "one_below"]
+    with pytest.raises(InputError, match="componentwise"):
+        prepare(f"{user_mod}:laplace", epsilon=1.0, delta=0.0, relation="componentwise")
+
+
+def test_search_over_dataset_canaries_for_registered_targets() -> None:
+    s = prepare("gaussian_mechanism:sound")
+    assert [p.label for p in make_pairs(s, "search")] == ["fresh_direction", "clip_boundary",
+                                                          "outlier", "random"]
+
+
+def test_pure_dp_audits_of_a_laplace_mechanism(user_mod: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """``--delta 0``: calibrated Laplace passes, half its scale fails (true epsilon 2)."""
+    base = ["--epsilon", "1", "--delta", "0", "--neighbours", f"{user_mod}:pairs",
+            "--trials", "20000", "--quiet"]
+    assert main(["audit", f"{user_mod}:laplace", *base]) == 0
+    out = capsys.readouterr().out
+    assert "delta 0)" in out and "PASS" in out
+    assert main(["audit", f"{user_mod}:laplace_half_scale", *base]) == 1
+    assert "FAIL" in capsys.readouterr().out
