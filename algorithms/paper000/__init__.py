@@ -20,8 +20,8 @@ Line numbers refer to the text file ``000_19c6c01a3df67cbf.txt``.
 
 from __future__ import annotations
 
-from algorithms.paper000.battery import account, agree, blackbox, sensitivity, whitebox
 from algorithms.paper000 import experiments as _experiments  # noqa: F401  (its metrics)
+from algorithms.paper000.battery import account, agree, blackbox, sensitivity, whitebox
 from algorithms.paper000.common import claim
 from algorithms.paper000.double_spider import double_spider
 from algorithms.paper000.dp_sgd import dp_sgd_dual
@@ -31,7 +31,7 @@ from dpverify.claims import Finding, UtilityClaim
 from dpverify.registry import Algorithm, Battery, CheckConfig, Variant
 
 __all__ = ["ALGORITHMS", "DP_DOUBLE_SPIDER", "DP_RECURSIVE_SPIDER", "DP_SGD_DRO",
-           "DEFINITION_3_FINDING", "MIA_FINDING"]
+           "DEFINITION_3_FINDING", "MIA_FINDING", "REGISTER"]
 
 # Rates ---------------------------------------------------------------------------------
 
@@ -411,3 +411,5 @@ DP_SGD_DRO = Algorithm(
 )
 
 ALGORITHMS = [DP_DOUBLE_SPIDER, DP_RECURSIVE_SPIDER, DP_SGD_DRO]
+
+from algorithms.paper000.register import REGISTER  # noqa: E402  (the register names the ids above)

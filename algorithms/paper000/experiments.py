@@ -57,8 +57,8 @@ def digits_st(n: int, rng: np.random.Generator, *, imratio: float = 0.1
 
     Features: the 8x8 pixels pooled to 4x4, / 16, centred at the middle of their range (a
     public constant), and a constant 1 (the bias), each record scaled to unit norm: a
-    per-record transform, so neighbouring datasets stay neighbours. Labels: +1 for 5-9 (the positives, kept at
-    a fraction ``imratio`` of the training set), -1 for 0-4.
+    per-record transform, so neighbouring datasets stay neighbours. Labels: +1 for 5-9
+    (the positives, kept at a fraction ``imratio`` of the training set), -1 for 0-4.
 
     Examples
     --------
