@@ -294,7 +294,7 @@ DP_RECURSIVE_SPIDER = Algorithm(
             "noise multiplier for all five streams, calibrated by PLD",
             utility=RECURSIVE_SPIDER_UTILITY,
             battery=Battery(checks={
-                "sensitivity": sensitivity(search=True, params=_RS_T60),
+                "sensitivity": sensitivity(search=True),
                 # full batches and clips the outlier reaches: a tight null audit
                 "audit.whitebox": CheckConfig(params={
                     "b2": 100, "s_batch": 100, "clip_v": 0.01, "clip_u": 0.01,
@@ -322,8 +322,8 @@ DP_RECURSIVE_SPIDER = Algorithm(
     thorough={"n": 2000, "T": 400},
     battery=Battery({"n": 100, "T": 20, "q": 5}, {
         "account": account(params=_RS_T60),
-        "sensitivity": sensitivity(params=_RS_T60),
-        "audit.whitebox": whitebox("outlier"),
+        "sensitivity": sensitivity(),
+        "audit.whitebox": whitebox("outlier", 500),
         # the last iterate w_T: the random one dilutes the trace below what 1500 runs see
         "audit.blackbox": blackbox("outlier", 1500,
                                    params={"T": 40, "q": 10, "output": "last"}),
