@@ -408,3 +408,22 @@ def test_register_names_checks_that_exist_and_covers_the_notes():
                 if len(kinds) == 1:
                     (key,) = [k for k in one_kind if f.summary.startswith(k)]
                     assert reasons[one_kind[key] + ".second_kind"], key
+
+
+def test_experiment_metrics_score_the_zero_model_as_chance():
+    # x = 0 scores every record 0: sign(0) counts as -1, so the accuracy is the test split's
+    # share of negatives (1/2 on Digits-ST's balanced split; the groups' split balances the
+    # groups, not the labels), the F1 of the positive class 0, and every AUC (all ties) 1/2
+    from dpverify.rates import get_metric
+
+    t = resolve("dp_sgd_dro:sound")
+    for dataset in ("groups", "digits_st"):
+        p = t.algorithm.params("sound", {"n": 200, "dataset": dataset})
+        prob = build_problem(t, p, 0)
+        zero = np.zeros((3, prob.data.d))
+        negatives = float(np.mean(prob.info["test_set"].y < 0))
+        assert dataset == "groups" or negatives == 0.5
+        want = {"test_accuracy": negatives, "test_f1": 0.0, "test_auc": 0.5,
+                "mia_auc_testset": 0.5, "mia_auc_samepool": 0.5}
+        for name, value in want.items():
+            np.testing.assert_allclose(get_metric(name)(prob, zero, p), value, err_msg=name)

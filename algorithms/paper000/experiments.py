@@ -36,7 +36,7 @@ from dpverify.errors import InputError
 from dpverify.rates import register_metric
 from dpverify.registry import Problem
 
-__all__ = ["DATASETS", "auc", "digits_st", "holdout_set", "test_set"]
+__all__ = ["DATASETS", "auc", "digits_st", "holdout_set", "balanced_split"]
 
 #: The stand-ins a problem's ``data`` parameter names.
 DATASETS = ("groups", "digits_st")
@@ -97,7 +97,7 @@ def digits_st(n: int, rng: np.random.Generator, *, imratio: float = 0.1
     return ds(train), ds(test), ds(hold)
 
 
-def test_set(problem: Problem, rng: np.random.Generator | None = None) -> Dataset:
+def balanced_split(problem: Problem, rng: np.random.Generator | None = None) -> Dataset:
     """The problem's balanced test set (the ``nonmembers`` source of Table 2's protocol).
 
     Examples
@@ -105,8 +105,8 @@ def test_set(problem: Problem, rng: np.random.Generator | None = None) -> Datase
     >>> from algorithms.paper000.problems import make_dual_problem
     >>> p = make_dual_problem({"n": 40, "d": 2, "divergence": "kl", "dro_lambda": 0.5},
     ...                       np.random.default_rng(0))
-    >>> float(np.mean(test_set(p).y > 0)) == 0.5 or test_set(p).n
-    True
+    >>> float(np.mean(balanced_split(p).y > 0)), balanced_split(p).n
+    (0.5, 40)
     """
     return problem.info["test_set"]
 
@@ -147,26 +147,26 @@ def _confidence(problem: Problem, outputs: np.ndarray, data: Dataset) -> np.ndar
 
 
 @register_metric("test_accuracy")
-def test_accuracy(problem: Problem, outputs: np.ndarray, params: Mapping[str, Any]
+def accuracy_on_test(problem: Problem, outputs: np.ndarray, params: Mapping[str, Any]
                   ) -> np.ndarray:
     """Accuracy of sign(a.x) (a.x = 0 counts as -1) on the balanced test set (Table 3)."""
-    test = test_set(problem)
+    test = balanced_split(problem)
     pred = np.where(_scores(problem, outputs, test) > 0, 1.0, -1.0)
     return np.mean(pred == test.y[None, :], axis=1)
 
 
 @register_metric("test_auc")
-def test_auc(problem: Problem, outputs: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
+def auc_on_test(problem: Problem, outputs: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """ROC-AUC of a.x for the positive class on the balanced test set (Figure 2)."""
-    test = test_set(problem)
+    test = balanced_split(problem)
     s = _scores(problem, outputs, test)
     return auc(s[:, test.y > 0], s[:, test.y < 0])
 
 
 @register_metric("test_f1")
-def test_f1(problem: Problem, outputs: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
+def f1_on_test(problem: Problem, outputs: np.ndarray, params: Mapping[str, Any]) -> np.ndarray:
     """F1 of the positive (minority in training) class on the balanced test set (Figure 3)."""
-    test = test_set(problem)
+    test = balanced_split(problem)
     pred = _scores(problem, outputs, test) > 0
     truth = (test.y > 0)[None, :]
     tp = np.sum(pred & truth, axis=1)
@@ -184,7 +184,7 @@ def _mia(problem: Problem, outputs: np.ndarray, nonmembers: Dataset) -> np.ndarr
 def mia_auc_testset(problem: Problem, outputs: np.ndarray, params: Mapping[str, Any]
                     ) -> np.ndarray:
     """Table 2's attack: confidence of training records against the balanced test set."""
-    return _mia(problem, outputs, test_set(problem))
+    return _mia(problem, outputs, balanced_split(problem))
 
 
 @register_metric("mia_auc_samepool")
