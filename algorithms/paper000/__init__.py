@@ -20,16 +20,18 @@ Line numbers refer to the text file ``000_19c6c01a3df67cbf.txt``.
 
 from __future__ import annotations
 
+from algorithms.paper000 import experiments as _experiments  # noqa: F401  (its metrics)
+from algorithms.paper000.battery import account, agree, blackbox, sensitivity, whitebox
 from algorithms.paper000.common import claim
 from algorithms.paper000.double_spider import double_spider
 from algorithms.paper000.dp_sgd import dp_sgd_dual
 from algorithms.paper000.problems import make_compositional_problem, make_dual_problem
 from algorithms.paper000.recursive_spider import recursive_spider
 from dpverify.claims import Finding, UtilityClaim
-from dpverify.registry import Algorithm, Variant
+from dpverify.registry import Algorithm, Battery, CheckConfig, Variant
 
 __all__ = ["ALGORITHMS", "DP_DOUBLE_SPIDER", "DP_RECURSIVE_SPIDER", "DP_SGD_DRO",
-           "DEFINITION_3_FINDING", "MIA_FINDING"]
+           "DEFINITION_3_FINDING", "MIA_FINDING", "REGISTER"]
 
 # Rates ---------------------------------------------------------------------------------
 
@@ -137,7 +139,9 @@ DOUBLE_SPIDER_FINDINGS = (
 )
 
 _DUAL_DEFAULTS = {
-    "n": 500, "d": 5, "minority": 0.1,
+    # dataset: "groups" (synthetic) or "digits_st" (scikit-learn's digits; d = 17), the
+    # stand-ins of the experiments (algorithms.paper000.experiments)
+    "n": 500, "d": 5, "minority": 0.1, "dataset": "groups",
     # chi^2 (Cressie-Read k = 2) is the row of Table 1 that meets Assumption 2 globally
     "divergence": "chi2", "alpha": 0.5, "k": 2.0, "table": "corrected",
     "dro_lambda": 0.5, "S0": 2.0, "weight_bound": 4.0,
@@ -145,6 +149,8 @@ _DUAL_DEFAULTS = {
     "epsilon": 1.0, "delta": 1e-3,
     "c_noise": None, "eta0": 0.0, "output": "random",
 }
+
+_DS_AUDIT = {"batch": 100, "clip_eta": 0.01, "clip_x": 0.01}
 
 DP_DOUBLE_SPIDER = Algorithm(
     name="dp_double_spider",
@@ -161,6 +167,7 @@ DP_DOUBLE_SPIDER = Algorithm(
             "Poisson increments; one noise multiplier for all four streams, calibrated by "
             "PLD; the correct conjugate",
             utility=DOUBLE_SPIDER_UTILITY,
+            battery=Battery(checks={"sensitivity": sensitivity(search=True)}),
         ),
         "paper": Variant(
             "paper", "paper", double_spider(sound=False), claim,
@@ -169,10 +176,27 @@ DP_DOUBLE_SPIDER = Algorithm(
             "without replacement, Table 1's printed conjugate",
             utility=DOUBLE_SPIDER_UTILITY, findings=DOUBLE_SPIDER_FINDINGS,
             params={"table": "printed"},
+            battery=Battery(checks={
+                "account": (account(), account(
+                    params={"epochs": 50, "batch": 100, "c_noise": 3.92},
+                    suffix="sqrtT_branch",
+                    description="sigma_2 without Theorem 5's sqrt(T)/n branch, at twice the "
+                                "constant: increments of 100 of 500 records over T = 1000")),
+                # the outlier takes the whole clipped mean: Clopper-Pearson, no GDP reading
+                "audit.whitebox": CheckConfig(options={"bound": "cp"}),
+            }),
         ),
     },
     quick={},
     thorough={"n": 2000, "epochs": 10},
+    battery=Battery({"n": 100, "epochs": 3}, {
+        "account": account(),
+        "sensitivity": sensitivity(),
+        # full batches and small clips: the canary's clipped contribution is the declared one
+        "audit.whitebox": whitebox("outlier,clip_boundary", params=_DS_AUDIT),
+        "audit.blackbox": blackbox("outlier,clip_boundary", params=_DS_AUDIT),
+        "agree": agree(),
+    }),
 )
 
 # Algorithm 3 ---------------------------------------------------------------------------
@@ -241,6 +265,8 @@ RECURSIVE_SPIDER_FINDINGS = (
     MIA_FINDING,
 )
 
+_RS_T60 = {"T": 60, "q": 10}
+
 DP_RECURSIVE_SPIDER = Algorithm(
     name="dp_recursive_spider",
     source="paper 000, Algorithm 3",
@@ -248,7 +274,7 @@ DP_RECURSIVE_SPIDER = Algorithm(
                 "of g for KL-constrained DRO in compositional form",
     make_problem=make_compositional_problem,
     defaults={
-        "n": 500, "d": 5, "minority": 0.1,
+        "n": 500, "d": 5, "minority": 0.1, "dataset": "groups",
         # The experiments' rho = 0.5, lambda_0 = 1e-3 (line 259) drive lambda to 1e-3 on this
         # problem, where e^(l/lambda) ~ e^1000 and every clip binds (numerically safe, but no
         # signal). lambda >= 1 keeps g = e^(l/lambda) in [1, e]: clips 1, 3, 3 lose nothing.
@@ -267,6 +293,13 @@ DP_RECURSIVE_SPIDER = Algorithm(
             "of g times ||Delta w||)), s from a Poisson batch of b2 records, centred; one "
             "noise multiplier for all five streams, calibrated by PLD",
             utility=RECURSIVE_SPIDER_UTILITY,
+            battery=Battery(checks={
+                "sensitivity": sensitivity(search=True),
+                # full batches and clips the outlier reaches: a tight null audit
+                "audit.whitebox": CheckConfig(params={
+                    "b2": 100, "s_batch": 100, "clip_v": 0.01, "clip_u": 0.01,
+                    "clip_s": 1.01}),
+            }),
         ),
         "paper": Variant(
             "paper", "paper", recursive_spider(sound=False), claim,
@@ -275,10 +308,27 @@ DP_RECURSIVE_SPIDER = Algorithm(
             "without replacement",
             utility=RECURSIVE_SPIDER_UTILITY, findings=RECURSIVE_SPIDER_FINDINGS,
             params={"s_batch": 1},
+            battery=Battery(checks={
+                "account": (account(params=_RS_T60), account(
+                    params={**_RS_T60, "c_noise": 19.6}, suffix="c10",
+                    description="ten times the constant still leaves the s_t stream over "
+                                "the claim")),
+                # sampled releases and zero-noise u increments: Clopper-Pearson
+                "audit.whitebox": CheckConfig(options={"bound": "cp"}),
+            }),
         ),
     },
     quick={"T": 60, "q": 10},
     thorough={"n": 2000, "T": 400},
+    battery=Battery({"n": 100, "T": 20, "q": 5}, {
+        "account": account(params=_RS_T60),
+        "sensitivity": sensitivity(),
+        "audit.whitebox": whitebox("outlier", 500),
+        # the last iterate w_T: the random one dilutes the trace below what 1500 runs see
+        "audit.blackbox": blackbox("outlier", 1500,
+                                   params={"T": 40, "q": 10, "output": "last"}),
+        "agree": agree(),
+    }),
 )
 
 # DP-SGD baseline -----------------------------------------------------------------------
@@ -298,9 +348,13 @@ DP_SGD_FINDINGS = (
         "mechanism needs sqrt(log(1/delta))/eps: for eps < 1 the noise is sqrt(eps) times "
         "too small (the same at eps = 1)",
         source="paper 000, Theorem 5 (line 418)",
-        detected_by=("account",),
+        detected_by=("account", "audit.whitebox"),
     ),
 )
+
+# Full batch and a clip the outlier always reaches: the replayed sensitivity is (nearly) the
+# declared 2C/n at every step, so the GDP bound comes close to the claim.
+_SGD_AUDIT = {"batch": 100, "T": 20, "clip": 0.02}
 
 DP_SGD_DRO = Algorithm(
     name="dp_sgd_dro",
@@ -313,15 +367,49 @@ DP_SGD_DRO = Algorithm(
             "sound", "sound", dp_sgd_dual(sound=True), claim,
             "Poisson batches, joint per-sample clipping, noise calibrated by PLD",
             utility=DP_SGD_UTILITY,
+            battery=Battery(checks={
+                "sensitivity": sensitivity(search=True),
+                "audit.whitebox": (
+                    whitebox("outlier", 4000, thorough=20000, params=_SGD_AUDIT,
+                             description="tight null audit: full batch, a clip the outlier "
+                                         "always reaches"),
+                    whitebox("outlier", 4000, thorough=20000, suffix="eps0.1",
+                             params={**_SGD_AUDIT, "epsilon": 0.1},
+                             description="control at eps = 0.1: the audit that flags the "
+                                         "printed noise")),
+            }),
         ),
         "paper": Variant(
             "paper", "paper", dp_sgd_dual(sound=False), claim,
             "Theorem 5 as typeset with the c of its base case, batches without replacement",
             utility=DP_SGD_UTILITY, findings=DP_SGD_FINDINGS,
+            battery=Battery(checks={
+                "account": (
+                    account(),
+                    account(params={"c_noise": 3.92}, suffix="c2", expected="PASS",
+                            reason="twice Theorem 5's base-case constant is enough at eps = "
+                                   "1: the 1/b-branch verdict rests on the unstated c"),
+                    account(params={"epsilon": 0.1, "c_noise": 2.65}, suffix="eps0.1",
+                            description="Theorem 5 as typeset under-noises by sqrt(eps), "
+                                        "at twice the constant")),
+                "audit.whitebox": whitebox(
+                    "outlier", 4000, thorough=20000, suffix="eps0.1",
+                    params={**_SGD_AUDIT, "epsilon": 0.1},
+                    description="Theorem 5 as typeset at eps = 0.1 under the control's audit"),
+            }),
         ),
     },
     quick={},
     thorough={"n": 2000, "T": 400},
+    battery=Battery({"n": 100, "T": 100}, {
+        "account": account(),
+        "sensitivity": sensitivity(),
+        "audit.whitebox": whitebox("outlier", 4000, thorough=20000, params=_SGD_AUDIT),
+        "audit.blackbox": blackbox("outlier", params=_SGD_AUDIT),
+        "agree": agree(),
+    }),
 )
 
 ALGORITHMS = [DP_DOUBLE_SPIDER, DP_RECURSIVE_SPIDER, DP_SGD_DRO]
+
+from algorithms.paper000.register import REGISTER  # noqa: E402  (the register names the ids above)

@@ -34,6 +34,7 @@ import scipy.special
 from algorithms.losses import get_loss
 from algorithms.paper000.divergences import get_divergence
 from dpverify.data import Dataset
+from dpverify.errors import InputError
 from dpverify.registry import Problem
 
 
@@ -200,12 +201,33 @@ def compositional_value_and_grad(loss: Any, data: Dataset, rho: float, lam0: flo
 
 
 def _common(params: Mapping[str, Any], rng: np.random.Generator) -> tuple[Any, Dataset, dict]:
+    """The records (``dataset``: ``groups``, or ``digits_st`` whose d is 17 whatever ``d``
+    says), the loss's public constants, and the harness's test set and holdout."""
+    from algorithms.paper000.experiments import DATASETS, HOLDOUT, TEST_PER_CLASS, digits_st
+
     loss = get_loss("sigmoid")
-    data, info = imbalanced_groups(int(params["n"]), int(params["d"]), rng,
-                                   minority=float(params.get("minority", 0.1)))
+    n, minority = int(params["n"]), float(params.get("minority", 0.1))
+    name = str(params.get("dataset", "groups"))
+    if name not in DATASETS:
+        raise InputError(f"dataset must be one of {DATASETS}, got {name!r}")
+    if name == "digits_st":
+        data, test, hold = digits_st(n, rng, imratio=minority)
+        info: dict[str, Any] = {"group": (data.y > 0).astype(int)}
+    else:
+        data, info = imbalanced_groups(n, int(params["d"]), rng, minority=minority)
+        w = (info["w_majority"], info["w_minority"])
+        n_test = min(n, 2 * TEST_PER_CLASS)
+        test = _group_records(_groups(n_test, 0.5, rng), *w, rng)
+        hold = _group_records(_groups(HOLDOUT, minority, rng), *w, rng)
     info = {**info, "lipschitz": float(loss.lipschitz), "smoothness": float(loss.smoothness),
-            "loss_bound": 1.0}
+            "loss_bound": 1.0, "test_set": test, "holdout_set": hold}
     return loss, data, info
+
+
+def _groups(n: int, minority: float, rng: np.random.Generator) -> np.ndarray:
+    group = np.zeros(n, dtype=int)
+    group[rng.choice(n, size=max(1, int(round(minority * n))), replace=False)] = 1
+    return group
 
 
 def make_dual_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Problem:
@@ -270,9 +292,9 @@ def make_compositional_problem(params: Mapping[str, Any],
                    info=info, public=_public(info))
 
 
-# What the generator drew to make the records (the group directions) stays private: the
-# test-set builder reuses it, no algorithm may.
-_PRIVATE = ("w_majority", "w_minority")
+# What the generator drew to make the records (the group directions) and the held-out
+# records stay private: the test-set builder and the metrics use them, no algorithm may.
+_PRIVATE = ("w_majority", "w_minority", "test_set", "holdout_set")
 
 
 def _public(info: Mapping[str, Any]) -> dict[str, Any]:
