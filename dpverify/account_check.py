@@ -15,6 +15,7 @@ from dpverify.claims import PrivacyClaim, Verdict
 from dpverify.errors import InputError, check_delta, check_positive
 from dpverify.execution import seed_streams
 from dpverify.experiment import Experiment
+from dpverify.prose import Statement, check_options, fmt, metrics_of, num
 
 
 def account_target(
@@ -83,10 +84,49 @@ class AccountCheck(CheckKind):
 
     name = "account"
     Options = AccountOptions
+    column = "privacy"
     registered_only = True
 
     def run(self, exp: Experiment, options: AccountOptions) -> Outcome:
         return account_check(exp, options)
+
+    def statement(self, check: Mapping[str, Any], claim: str,
+                  info: Mapping[str, Any] | None) -> Statement:
+        m = metrics_of(check)
+        eps, claimed = num(m.get("epsilon_accountant")), num(m.get("epsilon_claimed"))
+        pld = num(m.get("epsilon_pld"))
+        # The check reports PLD where it supports the events, else RDP.
+        acc = "PLD" if pld is not None and not math.isnan(pld) else "RDP"
+        if eps is not None and math.isinf(eps):
+            spent = ("spends ε = ∞: some release leaves without noise (an exact answer, or "
+                     "noise of scale 0)")
+        else:
+            ratio = num(m.get("ratio"))
+            spent = (f"spends ε = {fmt(eps)} at δ = {fmt(m.get('delta'))}"
+                     + (f" against the claimed ε = {fmt(claimed)} (ratio {fmt(ratio)})"
+                        if ratio is not None else ""))
+        measured = (f"The ledger of one run ({fmt(m.get('releases'))} noisy releases), composed "
+                    f"by dp_accounting's {acc} accountant, {spent}.")
+        if m.get("rho_claimed") is not None and m.get("rho_accountant") is not None:
+            measured += (f" In zCDP it spends ρ = {fmt(m.get('rho_accountant'))} against the "
+                         f"claimed ρ = {fmt(m.get('rho_claimed'))}.")
+        if m.get("rho_accountant_max_over_runs") is not None:
+            measured += (f" Over {fmt(m.get('runs'))} runs the largest ρ spent is "
+                         f"{fmt(m.get('rho_accountant_max_over_runs'))}.")
+        if m.get("filter_budget") is not None:
+            measured += f" Its privacy filter's budget is ρ = {fmt(m.get('filter_budget'))}."
+        conf = ("No sampling error: this is numerical accounting of the noise the run actually "
+                "added, rounded pessimistically (an upper bound on what that noise costs).")
+        short = (f"the ledger spends ε = {fmt(eps)} at δ = {fmt(m.get('delta'))} against the "
+                 f"claimed {fmt(claimed)} (exact accounting, no sampling error)")
+        return Statement(f"The variant claims {claim}.", measured, conf, short)
+
+    def command(self, check: Mapping[str, Any]) -> list[str] | None:
+        opts = check_options(check)
+        if set(opts) - {"delta"}:
+            return None
+        extra = ["--delta", repr(opts["delta"])] if "delta" in opts else []
+        return ["dpverify", "account", str(check.get("target")), *extra]
 
 
 def account_check(exp: Experiment, options: AccountOptions) -> Outcome:

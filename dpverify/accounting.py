@@ -380,8 +380,9 @@ def account_events(
 
     ``events`` is one list for both accountants, or a list per accountant name (the
     ledger's releases read in each accountant's convention). The headline epsilon is PLD's
-    (tight) where it supports every event, else RDP's. At delta = 0 the one answer is
-    the pure epsilon of :func:`pure_epsilon` (reported as ``pure``).
+    (tight) where it supports every event, else the smaller of RDP's and the pure epsilon.
+    At delta = 0 the one answer is the pure epsilon of :func:`pure_epsilon` (reported as
+    ``pure``).
     """
     delta = check_delta(delta)
     per = events if isinstance(events, dict) else {"pld": events, "rdp": events}
@@ -398,6 +399,12 @@ def account_events(
     eps = by.get("pure", by.get("pld", math.nan))
     if math.isnan(eps):
         eps = by.get("rdp", math.nan)
+        # An (eps, 0)-DP history is (eps, delta)-DP at every delta: where PLD is silent
+        # (Laplace under replace-one), RDP's conversion must not be looser than that.
+        pures = [pure_epsilon(e, relation) for e in shown]
+        if not any(math.isnan(v) for v in pures):
+            pure = max(pures, default=0.0)
+            eps = min(eps, pure) if not math.isnan(eps) else pure
     if math.isnan(eps):
         raise InputError(
             f"no accountant supports these releases under {relation}: {shown[:1]}"

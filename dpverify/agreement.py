@@ -44,6 +44,7 @@ from dpverify.claims import Verdict
 from dpverify.errors import InputError, check_positive, check_probability
 from dpverify.execution import build_problem, run_target, seed_streams
 from dpverify.experiment import Experiment
+from dpverify.prose import Statement, fmt, metrics_of
 from dpverify.registry import Problem, Target, resolve
 
 #: Rounding differences each release may contribute, in units of machine epsilon (the rule
@@ -487,10 +488,31 @@ class AgreeCheck(CheckKind):
 
     name = "agree"
     Options = AgreeOptions
+    column = "agreement"
     registered_only = True
 
     def run(self, exp: Experiment, options: AgreeOptions) -> Outcome:
         return agree_check(exp, options)
+
+    def statement(self, check: Mapping[str, Any], claim: str,
+                  info: Mapping[str, Any] | None) -> Statement:
+        m = metrics_of(check)
+        bits = []
+        if m.get("max_rel_dev") is not None:
+            bits.append(f"on one shared noise stream, torch ({m.get('device')}, {m.get('dtype')}) "
+                        f"deviates from NumPy by at most {fmt(m.get('max_rel_dev'), 3)} (relative; "
+                        f"tolerance {fmt(m.get('tolerance'), 3)}) over {fmt(m.get('releases'))} "
+                        f"releases" + ("" if m.get("ledger_match", True) else
+                                       ", and the two ledgers differ"))
+        if m.get("min_pvalue_adjusted") is not None:
+            bits.append(f"with independent noise ({fmt(m.get('trials'))} trials per backend) the "
+                        f"smallest Holm-adjusted Kolmogorov-Smirnov p-value is "
+                        f"{fmt(m.get('min_pvalue_adjusted'), 3)} (level {fmt(m.get('alpha'))})")
+        measured = ("; ".join(bits) + ".") if bits else str(check.get("message", ""))
+        return Statement("The NumPy and torch backends must compute the same algorithm.",
+                         measured[:1].upper() + measured[1:],
+                         "Trajectory deviations are judged against a rounding budget per "
+                         "release; the distribution test controls its false alarms at its level.")
 
 
 def agree_check(exp: Experiment, o: AgreeOptions) -> Outcome:

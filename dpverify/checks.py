@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Literal, Union
 
 from dpverify.claims import Verdict
 from dpverify.errors import InputError
+from dpverify.prose import Statement, inconclusive_reason
 
 if typing.TYPE_CHECKING:
     from dpverify.experiment import Experiment
@@ -230,8 +231,36 @@ class CheckKind:
         """The kind's options, parsed and validated."""
         return self.Options.parse(raw, where)
 
+    #: The figures the report draws for this kind's records, by name: ``roc`` (the test's
+    #: ROC against the claim's trade-off curve), ``loss`` (the privacy-loss histogram of a
+    #: white-box audit), ``rate`` (the log-log fit with its band).
+    figures: ClassVar[tuple[str, ...]] = ()
+    #: The summary column the kind's verdicts count in: ``privacy`` (checks of the privacy
+    #: claim), ``rate`` (of the utility theorem), ``agreement`` (of the backends), ``other``.
+    column: ClassVar[str] = "other"
+
     def run(self, exp: Experiment, options: Any) -> Outcome:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def statement(self, check: Mapping[str, Any], claim: str,
+                  info: Mapping[str, Any] | None) -> Statement:
+        """A record of this kind in plain words (``claim``: the variant's claim, worded).
+
+        ``info`` holds what the registry declares about the target (its utility theorem).
+        The default repeats the check's message.
+        """
+        return Statement("", str(check.get("message", "")), "")
+
+    def command(self, check: Mapping[str, Any]) -> list[str] | None:
+        """The subcommand that reproduces a record alone, without its ``--param``, seed and
+        scale arguments; ``None`` where the check's options have no flags."""
+        return None
+
+    def verdict_words(self, check: Mapping[str, Any]) -> str:
+        """The verdict in words a reviewer reads without a glossary ("INCONCLUSIVE: why")."""
+        v = str(check.get("verdict"))
+        why = inconclusive_reason(check)
+        return f"{v}: {why}" if why else v
 
 
 CHECK_KINDS: dict[str, CheckKind] = {}

@@ -266,6 +266,7 @@ class SettingCheck(CheckKind):
 
     name = "setting"
     Options = SettingOptions
+    column = "privacy"
     registered_only = True
 
     def run(self, exp: Experiment, options: SettingOptions) -> Outcome:

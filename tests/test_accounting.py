@@ -562,3 +562,19 @@ def test_ledgers_accounted_at_delta_zero() -> None:
     res, _, _ = account_target("gaussian_mechanism:sound", delta=0.0)
     assert res.epsilon == math.inf
     assert PrivacyClaim(rho=0.5).epsilon_at(0.0) == math.inf
+
+
+def test_pure_laplace_under_replace_one_is_not_looser_than_its_pure_epsilon():
+    """dp_accounting's PLD has no Laplace event under replace-one; RDP's conversion at delta
+    1e-9 gives 1.012 for a 1-DP release, while an (eps, 0)-DP history holds at every delta."""
+    rel = Release(0, "histogram", "laplace", 2.0, "l1", 2.0, "full", 1.0, None, 50, 0, (4,))
+    res = account_ledger(ledger_of([rel]), 1e-9, "replace_one")
+    assert math.isnan(res.by_accountant["pld"])
+    assert res.by_accountant["rdp"] > 1.01
+    assert res.epsilon == pytest.approx(1.0)
+    # Two of them compose to 2, and a Gaussian beside them keeps RDP's figure.
+    assert account_ledger(ledger_of([rel, rel]), 1e-9, "replace_one").epsilon == \
+        pytest.approx(2.0)
+    mixed = account_ledger(ledger_of([rel, gaussian_release(1, 2.0, 4.0)]), 1e-9,
+                           "replace_one")
+    assert mixed.epsilon == mixed.by_accountant["rdp"]

@@ -250,3 +250,28 @@ def test_every_registered_variant_has_a_battery():
     assert all(isinstance(s.expected, Verdict) for s in specs)
     assert np.all([s.source.startswith("the battery of") for s in specs])
     assert Finding  # the findings drive them (see test_expectations_are_derived...)
+
+
+def _named_checks(finding: Finding) -> list[str]:
+    from dpverify.conformance import BATTERY
+
+    return [c.name for c in BATTERY
+            if any(by == c.name or (by == "audit" and c.name.startswith("audit."))
+                   for by in finding.detected_by)]
+
+
+@pytest.mark.parametrize("package", ["baselines", "mechanisms"])
+def test_every_planted_privacy_bug_is_seen_twice_or_says_why_not(package):
+    """A planted privacy bug is expected FAIL by two battery checks of different kinds, or
+    each check its finding names that is not expected to see it carries the reason."""
+    for target in resolve_check_targets([package]):
+        specs = {s.id.split(".", 2)[2]: s for s in battery_specs(target)}
+        for finding in target.variant.findings:
+            named = _named_checks(finding)
+            if not named:
+                continue  # a utility finding (rate), not the battery's
+            seen = [n for n in named if specs[n].expected is Verdict.FAIL]
+            excused = [n for n in named if n not in seen]
+            assert seen, f"{target.id}: no battery check expects {finding.summary!r}"
+            assert len(seen) >= 2 or (excused and all(specs[n].reason for n in excused)), (
+                f"{target.id}: {finding.summary!r} is seen by {seen} alone, with no reason")

@@ -25,6 +25,7 @@ epsilon falls to ``detect`` times the claim (PASS), within ``max_trials`` runs p
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
@@ -36,6 +37,7 @@ from dpverify.audit.whitebox import audit_whitebox
 from dpverify.checks import CheckKind, Options, Outcome, register_kind
 from dpverify.errors import InputError
 from dpverify.experiment import Experiment
+from dpverify.prose import Statement, check_options, fmt, metrics_of, order_sentence
 
 DEFAULT_TRIALS = {"blackbox": 20000, "whitebox": 1000}
 # Options each mode accepts (besides those every mode takes).
@@ -147,6 +149,11 @@ class AuditOptions(Options):
                 if f.name != "mode" and getattr(self, f.name) is not None}
 
 
+# Options with a flag of `dpverify audit` (the command that reproduces a check alone).
+_FLAGS = {"epsilon", "delta", "confidence", "relation", "neighbours", "trials", "distinguisher",
+          "bound", "canaries", "scores", "block_size", "detect", "max_trials",
+          "detect_probability"}
+
 # Set by the experiment, never by a suite.
 _COMMON_RUN = {"params", "seed", "scale", "backend", "execution"}
 
@@ -157,9 +164,58 @@ class AuditCheck(CheckKind):
 
     name = "audit"
     Options = AuditOptions
+    column = "privacy"
+    figures = ("roc", "loss")
 
     def run(self, exp: Experiment, options: AuditOptions) -> Outcome:
         return audit_experiment(exp, options).to_outcome()
+
+    def statement(self, check: Mapping[str, Any], claim: str,
+                  info: Mapping[str, Any] | None) -> Statement:
+        m, ev = metrics_of(check), check.get("evidence") or {}
+        how = []
+        if m.get("distinguisher"):
+            how.append(f"distinguisher {m['distinguisher']}")
+        elif m.get("mode") == "whitebox":
+            how.append("the exact privacy loss of every release, by replay")
+        if m.get("pair"):
+            how.append(f"neighbours {m['pair']}")
+        trials = (f"{fmt(m.get('trials'))} runs on each dataset" if m.get("mode") != "onerun"
+                  else f"one run with {fmt(m.get('canaries'))} canaries")
+        measured = (f"A {m.get('mode', '?')} audit ({', '.join(how + [trials])}) proves "
+                    f"ε ≥ {fmt(m.get('epsilon_lower'))} ({m.get('bound', '?')} bound) at "
+                    f"δ = {fmt(m.get('delta'))}; the accountant gives "
+                    f"{fmt(m.get('epsilon_accountant'))}. {order_sentence(m)}")
+        if m.get("epsilon_detectable") is not None:
+            measured += (f" A violation up to ε = {fmt(m.get('epsilon_detectable'))} would have "
+                         f"been caught with probability {fmt(m.get('detect_probability'))}.")
+        conf = f"The lower bound holds with confidence {fmt(m.get('confidence'))}"
+        if m.get("bound") == "betting":
+            conf += (", at whichever round the audit stopped (an e-process whose tests are "
+                     "chosen on earlier rounds).")
+        else:
+            conf += (", with the test chosen on one split of the runs and bounded on another."
+                     if m.get("mode") != "onerun" else " (Steinke, Nasr, Jagielski 2023).")
+        for a in ev.get("assumptions") or []:
+            conf += f" Assumes: {a}."
+        short = (f"a {m.get('mode', '?')} audit proves ε ≥ {fmt(m.get('epsilon_lower'))} at "
+                 f"confidence {fmt(m.get('confidence'))} ({m.get('bound', '?')} bound) against the "
+                 f"claimed {fmt(m.get('epsilon_claimed'))}; the accountant gives "
+                 f"{fmt(m.get('epsilon_accountant'))}")
+        return Statement(f"The variant claims {claim}.", measured, conf, short)
+
+    def command(self, check: Mapping[str, Any]) -> list[str] | None:
+        opts = check_options(check)
+        mode = opts.pop("mode", "blackbox")
+        opts.pop("sequential", None)  # no --trials: the command line's audit is sequential
+        if set(opts) - _FLAGS:
+            return None
+        args = ["dpverify", "audit", str(check.get("target")), "--mode", str(mode)]
+        for k, v in opts.items():
+            if isinstance(v, (list, tuple)):
+                v = ",".join(map(str, v))
+            args += [f"--{k.replace('_', '-')}", str(v)]
+        return args
 
 
 def audit_experiment(exp: Experiment, options: AuditOptions) -> AuditResult:

@@ -55,8 +55,9 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                         "nonfinite, random), or module:function returning (D, D') or a list "
                         "of pairs")
     p.add_argument("--trials", type=int, default=None,
-                   help="runs per neighbouring dataset, a fixed-size audit (without it: "
-                        "sequential, see --detect)")
+                   help="runs per neighbouring dataset, a fixed-size audit (default: none, "
+                        "a sequential audit for black-box and white-box, see --detect; "
+                        "one-run: one run)")
     p.add_argument("--detect", type=float, default=None, metavar="R",
                    help="a sequential audit stops with PASS once it would catch a violation "
                         "of R x the claimed epsilon (default: "
@@ -87,7 +88,8 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scores", choices=["auto", "output", "releases"], default="auto",
                    help="one-run: score canaries on the output or on every release (auto: "
                         "releases for a registered algorithm, else the output)")
-    p.add_argument("--block-size", type=int, default=None, help="trials per seeded block")
+    p.add_argument("--block-size", type=int, default=None,
+                   help="trials per seeded block (default: the executor's)")
 
 
 _STOPS = {"violation": "stopped on a proven violation",

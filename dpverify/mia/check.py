@@ -25,11 +25,14 @@ area); PASS otherwise.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from typing import Any
 
 from dpverify.checks import CheckKind, Options, Outcome, register_kind
 from dpverify.experiment import Experiment
 from dpverify.mia.core import DEFAULT_TRIALS, MiaResult, membership_inference
+from dpverify.prose import Statement, fmt, metrics_of, order_sentence
 
 
 @dataclass(frozen=True)
@@ -62,9 +65,24 @@ class MiaCheck(CheckKind):
 
     name = "mia"
     Options = MiaOptions
+    column = "privacy"
+    figures = ("roc",)
 
     def run(self, exp: Experiment, options: MiaOptions) -> Outcome:
         return mia_of(exp, options).to_outcome()
+
+    def statement(self, check: Mapping[str, Any], claim: str,
+                  info: Mapping[str, Any] | None) -> Statement:
+        m = metrics_of(check)
+        measured = (f"A {m.get('attack', '?')} membership-inference attack ({m.get('design', '')}, "
+                    f"{fmt(m.get('trials'))} trials) reaches AUC {fmt(m.get('auc'), 3)} (the claim "
+                    f"allows at most {fmt(m.get('auc_ceiling'), 3)}) and proves ε ≥ "
+                    f"{fmt(m.get('epsilon_lower'))}. {order_sentence(m)}")
+        short = (f"AUC {fmt(m.get('auc'), 3)} against the claim's ceiling "
+                 f"{fmt(m.get('auc_ceiling'), 3)}; ε ≥ {fmt(m.get('epsilon_lower'))} at "
+                 f"confidence {fmt(m.get('confidence'))}")
+        return Statement(f"The target claims {claim}.", measured,
+                         f"Bounds hold with confidence {fmt(m.get('confidence'))}.", short)
 
 
 def mia_of(exp: Experiment, options: MiaOptions) -> MiaResult:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +14,15 @@ from dpverify.checks import CheckKind, Options, Outcome, register_kind
 from dpverify.claims import Verdict
 from dpverify.errors import InputError
 from dpverify.experiment import Experiment
+from dpverify.prose import (
+    Statement,
+    fmt,
+    inconclusive_reason,
+    metrics_of,
+    num,
+    power_text,
+    utility_text,
+)
 from dpverify.rates.fit import FitSettings, RateFit, fit_rate
 from dpverify.rates.grids import (
     PRIVACY_AXES,
@@ -471,12 +481,108 @@ class RateCheck(CheckKind):
 
     name = "rate"
     Options = RateOptions
+    column = "rate"
+    figures = ("rate",)
 
     def run(self, exp: Experiment, options: RateOptions) -> Outcome:
         res = rates_of(exp, options)
         if options.claimed_by:
             res.theory = dataclasses.replace(res.theory, source=options.claimed_by.strip())
         return outcome_of(res)
+
+    def statement(self, check: Mapping[str, Any], claim: str,
+                  info: Mapping[str, Any] | None) -> Statement:
+        m, ev = metrics_of(check), check.get("evidence") or {}
+        th = ev.get("theory") or (info or {}).get("utility") or {}
+        src = th.get("source") or "the declared theorem"
+        fits = m.get("fits") or [m]
+        parts = []
+        for f in fits:
+            if not math.isfinite(num(f.get("exponent")) or math.nan):
+                parts.append(f"in {f.get('parameter')}: no exponent, too few grid points in the "
+                             f"window" + (f" ({f['verdict']})" if f.get("verdict") else ""))
+                continue
+            parts.append(f"in {f.get('parameter')}: exponent {fmt(f.get('exponent'), 3)}, "
+                         f"interval [{fmt(f.get('ci_low'), 3)}, {fmt(f.get('ci_high'), 3)}] "
+                         f"against the theorem's {fmt(f.get('theory'), 3)}"
+                         + (f" ({f['verdict']})" if f.get("verdict") else ""))
+        values = m.get("values") or []
+        grid = (f"{len(values)} values of {m.get('parameter')} from {fmt(min(values))} to "
+                f"{fmt(max(values))}" if values else "the grid")
+        axis = {"gdp": "the ledger GDP mu",
+                "rate": "the theorem's full bound, so an exponent of -1 (or +1 for a bound "
+                        "that grows) is a utility proportional to it"}.get(m.get("axis"),
+                                                                          "the parameter")
+        measured = (f"Measured {m.get('quantity', th.get('quantity', 'utility'))} over {grid}, "
+                    f"{fmt(m.get('seeds'))} seeds each ({m.get('model', '?')} model, regressed on "
+                    f"{axis}): " + "; ".join(parts) + "." + left_out(ev))
+        conf = (f"{fmt(m.get('confidence'))} seed-clustered bootstrap interval. Rule: "
+                f"{m.get('rule', 'n/a')}.")
+        claimed = (f"{src} bounds {th.get('quantity', 'the utility')} by "
+                   f"{utility_text(th) if th else 'a rate'}.")
+        short = ("; ".join(parts) + f" ({fmt(m.get('confidence'))} bootstrap intervals, "
+                 f"{fmt(m.get('seeds'))} seeds)")
+        if check.get("verdict") == "FAIL":
+            refutes = (f" The measurement refutes {rate_claim(check)} (a finding about the "
+                       f"theorem as stated, not about the variant's privacy).")
+            measured += refutes
+            short += f"; it refutes {rate_claim(check)}"
+        elif check.get("verdict") == "INCONCLUSIVE":
+            measured += f" INCONCLUSIVE: {inconclusive_reason(check)}."
+        return Statement(claimed, measured, conf, short)
+
+    def verdict_words(self, check: Mapping[str, Any]) -> str:
+        """A FAIL refutes a stated rate, and says whose: it judges a utility theorem, not
+        the variant's privacy."""
+        if check.get("verdict") == "FAIL":
+            return f"FAIL: refutes {rate_claim(check)}"
+        return super().verdict_words(check)
+
+
+def left_out(ev: Mapping[str, Any]) -> str:
+    """Which grid points the fits left out and why (window validation), as a sentence.
+
+    Examples
+    --------
+    >>> left_out({"points": [{"parameter": "n", "excluded": ["saturated: mean 0.2", ""]}]})
+    ' Left out of the fit in n: 1 of 2 points saturated (e.g. mean 0.2).'
+    """
+    out = []
+    for pt in ev.get("points") or []:
+        why = [w for w in pt.get("excluded") or [] if w and w != "outside the regime"]
+        if not why:
+            continue
+        kinds = sorted({w.split(":")[0] for w in why})
+        first = why[0].split(":", 1)[-1].strip()
+        out.append(f" Left out of the fit in {pt.get('parameter')}: {len(why)} of "
+                   f"{len(pt.get('excluded'))} points {' or '.join(kinds)} (e.g. {first}).")
+    return "".join(out)
+
+
+def rate_claim(check: Mapping[str, Any]) -> str:
+    """Whose rate a rate check judged, and which: "paper 001, Theorem 3.1's d^(1/2)".
+
+    The owner is the theorem's source (a suite names another paper's bound with the check
+    option ``claimed_by``); the rate is the exponent of each parameter whose fit failed
+    (all of them when none did), or the full bound for a fit against it.
+
+    Examples
+    --------
+    >>> rate_claim({"metrics": {"parameter": "d", "theory": 0.75, "axis": "param"},
+    ...             "evidence": {"theory": {"source": "Zhang et al. (2024)"}}})
+    "Zhang et al. (2024)'s d^(3/4)"
+    >>> rate_claim({"metrics": {"parameter": "n", "theory": -1}, "evidence": {}})
+    'the stated n^-1'
+    """
+    m, ev = metrics_of(check), check.get("evidence") or {}
+    src = str((ev.get("theory") or {}).get("source") or "")
+    owner = f"{src}'s" if src and src != "user" else "the stated"
+    if m.get("axis") == "rate":
+        return f"{owner} full bound"
+    fits = m.get("fits") or [m]
+    failed = [f for f in fits if f.get("verdict") == "FAIL"] or fits
+    terms = " · ".join(power_text(str(f.get("parameter")), f.get("theory")) for f in failed)
+    return f"{owner} {terms}"
 
 
 def rates_of(exp: Experiment, o: RateOptions) -> RatesResult:

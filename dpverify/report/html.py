@@ -19,6 +19,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from dpverify.prose import claim_text, utility_text
 from dpverify.report import plots as _plots
 from dpverify.report.markdown import DISCLAIMER, merged_line, regenerate_line, scale_note
 from dpverify.report.paper import (
@@ -26,11 +27,9 @@ from dpverify.report.paper import (
     Document,
     GroupView,
     build_document,
-    claim_text,
     group_heading,
     headline,
     summary_rows,
-    utility_text,
     verdict_words,
 )
 from dpverify.report.registers import coverage_sentence

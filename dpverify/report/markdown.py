@@ -10,15 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dpverify.prose import claim_text, utility_text
 from dpverify.report.paper import (
     Document,
     build_document,
-    claim_text,
     group_heading,
     headline,
     run_command_line,
     summary_rows,
-    utility_text,
     verdict_cell,
     verdict_words,
 )

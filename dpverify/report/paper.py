@@ -17,7 +17,6 @@ of their own.
 from __future__ import annotations
 
 import importlib.metadata
-import math
 import re
 import shlex
 import sys
@@ -26,55 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dpverify.checks import CheckKind, get_kind
+from dpverify.errors import InputError
+from dpverify.prose import Statement, claim_text, fmt, metrics_of, param_args
 from dpverify.report.registers import RegisterRow, register_rows
 
-#: Check kinds that test the privacy claim (their verdicts make the "privacy" column).
-PRIVACY_KINDS = ("account", "audit", "sensitivity", "mia")
-RATE_KINDS = ("rate",)
-AGREEMENT_KINDS = ("agree",)
 USER_GROUP = "user"
 _VERDICT_ORDER = ("FAIL", "INCONCLUSIVE", "PASS")
 
 
 # Numbers -----------------------------------------------------------------------------------
-
-
-def num(x: Any) -> float | None:
-    """A report value as a float (``"inf"`` and ``"nan"`` included), else ``None``.
-
-    Examples
-    --------
-    >>> num("inf"), num(2), num("x"), num(None), num(True)
-    (inf, 2.0, None, None, None)
-    """
-    if isinstance(x, bool):
-        return None
-    if isinstance(x, (int, float)):
-        return float(x)
-    if x in ("inf", "-inf", "nan"):
-        return float(x)
-    return None
-
-
-def fmt(x: Any, digits: int = 4) -> str:
-    """A number for a sentence: 4 significant digits, ``∞`` for infinity, ``n/a`` for none.
-
-    Examples
-    --------
-    >>> fmt(0.123456), fmt("inf"), fmt(None), fmt(1e-5), fmt("text")
-    ('0.1235', '∞', 'n/a', '1e-05', 'text')
-    """
-    v = num(x)
-    if v is None:
-        return "n/a" if x is None else str(x)
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "∞" if v > 0 else "-∞"
-    return f"{v:.{digits}g}"
-
-
-# Registry information ------------------------------------------------------------------------
 
 
 def _first_paragraph(doc: str | None) -> str:
@@ -123,50 +83,6 @@ def _group_of(algorithm: Any) -> tuple[str, str]:
 def _source_key(source: str) -> str:
     m = re.search(r"paper\s*(\d+)", source or "", flags=re.IGNORECASE)
     return f"paper{m.group(1)}" if m else (source or "other").split(",")[0].strip()
-
-
-def claim_text(claim: Mapping[str, Any] | None) -> str:
-    """A privacy claim in words.
-
-    Examples
-    --------
-    >>> claim_text({"epsilon": 1.0, "delta": 1e-5, "rho": None, "relation": "replace_one"})
-    '(ε = 1, δ = 1e-05)-DP, replace-one neighbours'
-    >>> claim_text({"epsilon": None, "delta": None, "rho": 0.5, "relation": "add_remove"})
-    'ρ = 0.5 zCDP, add/remove neighbours'
-    """
-    if not claim:
-        return "no privacy claim recorded"
-    if claim.get("error"):
-        return f"claim could not be formed ({claim['error']})"
-    rel = {"replace_one": "replace-one", "add_remove": "add/remove"}.get(
-        str(claim.get("relation")), str(claim.get("relation")))
-    if claim.get("rho") is not None:
-        return f"ρ = {fmt(claim['rho'])} zCDP, {rel} neighbours"
-    return f"(ε = {fmt(claim.get('epsilon'))}, δ = {fmt(claim.get('delta'))})-DP, {rel} neighbours"
-
-
-def utility_text(utility: Mapping[str, Any] | None) -> str:
-    """A utility theorem in words.
-
-    Examples
-    --------
-    >>> utility_text({"quantity": "excess_risk", "exponents": {"n": -2.0, "d": 1.0},
-    ...               "log_factors": ["log(1/delta)"], "sided": "upper", "regime": [],
-    ...               "source": "BST14, Thm 2.4"})
-    'excess_risk ≲ n^-2 · d^1 · log(1/delta) (upper bound; BST14, Thm 2.4)'
-    """
-    if not utility:
-        return "no utility theorem declared"
-    terms = [f"{k}^{fmt(v)}" for k, v in (utility.get("exponents") or {}).items()]
-    terms += list(utility.get("log_factors") or [])
-    rel = "≲" if utility.get("sided", "upper") == "upper" else "≍"
-    notes = ["upper bound" if utility.get("sided", "upper") == "upper" else "tight rate"]
-    if utility.get("regime"):
-        notes.append("when " + ", ".join(utility["regime"]))
-    if utility.get("source"):
-        notes.append(str(utility["source"]))
-    return f"{utility.get('quantity', '?')} {rel} {' · '.join(terms)} ({'; '.join(notes)})"
 
 
 def target_info(target: str, params: Mapping[str, Any] | None = None,
@@ -253,236 +169,8 @@ def declared_target_info(target: str) -> dict[str, Any] | None:
 # Statements -------------------------------------------------------------------------------
 
 
-@dataclass
-class Statement:
-    """A check in plain words: what is claimed, what was measured, how sure we are."""
-
-    claimed: str
-    measured: str
-    confidence: str
-    short: str = ""  # the measurement and its confidence in a clause, for findings
-
-    def text(self) -> str:
-        return " ".join(s for s in (self.claimed, self.measured, self.confidence) if s)
-
-
-def _m(check: Mapping[str, Any]) -> Mapping[str, Any]:
-    return check.get("metrics") or {}
-
-
-def _account(check: Mapping[str, Any], claim: str) -> Statement:
-    m = _m(check)
-    eps, claimed = num(m.get("epsilon_accountant")), num(m.get("epsilon_claimed"))
-    pld = num(m.get("epsilon_pld"))
-    # The check reports PLD where it supports the events, else RDP.
-    acc = "PLD" if pld is not None and not math.isnan(pld) else "RDP"
-    if eps is not None and math.isinf(eps):
-        spent = ("spends ε = ∞: some release leaves without noise (an exact answer, or "
-                 "noise of scale 0)")
-    else:
-        ratio = num(m.get("ratio"))
-        spent = (f"spends ε = {fmt(eps)} at δ = {fmt(m.get('delta'))}"
-                 + (f" against the claimed ε = {fmt(claimed)} (ratio {fmt(ratio)})"
-                    if ratio is not None else ""))
-    measured = (f"The ledger of one run ({fmt(m.get('releases'))} noisy releases), composed "
-                f"by dp_accounting's {acc} accountant, {spent}.")
-    if m.get("rho_claimed") is not None and m.get("rho_accountant") is not None:
-        measured += (f" In zCDP it spends ρ = {fmt(m.get('rho_accountant'))} against the "
-                     f"claimed ρ = {fmt(m.get('rho_claimed'))}.")
-    if m.get("rho_accountant_max_over_runs") is not None:
-        measured += (f" Over {fmt(m.get('runs'))} runs the largest ρ spent is "
-                     f"{fmt(m.get('rho_accountant_max_over_runs'))}.")
-    if m.get("filter_budget") is not None:
-        measured += f" Its privacy filter's budget is ρ = {fmt(m.get('filter_budget'))}."
-    conf = ("No sampling error: this is numerical accounting of the noise the run actually "
-            "added, rounded pessimistically (an upper bound on what that noise costs).")
-    short = (f"the ledger spends ε = {fmt(eps)} at δ = {fmt(m.get('delta'))} against the "
-             f"claimed {fmt(claimed)} (exact accounting, no sampling error)")
-    return Statement(f"The variant claims {claim}.", measured, conf, short)
-
-
-def _order_sentence(m: Mapping[str, Any]) -> str:
-    lo, acc, cl = (num(m.get(k)) for k in ("epsilon_lower", "epsilon_accountant",
-                                            "epsilon_claimed"))
-    if lo is None or cl is None:
-        return ""
-    broken = []
-    if acc is not None and lo > acc * (1 + 1e-9):
-        broken.append("ε_lower > ε_accountant (the ledger or the accountant understates "
-                      "what the code leaks)")
-    if acc is not None and acc > cl * (1 + 1e-3):
-        broken.append("ε_accountant > ε_claimed (the noise added does not buy the claim)")
-    if lo > cl:
-        broken.append("ε_lower > ε_claimed (a proven violation of the claim)")
-    if not broken:
-        return ("ε_lower ≤ ε_accountant ≤ ε_claimed holds." if acc is not None
-                else "ε_lower ≤ ε_claimed holds.")
-    return "Broken: " + "; ".join(broken) + "."
-
-
-def _audit(check: Mapping[str, Any], claim: str) -> Statement:
-    m, ev = _m(check), check.get("evidence") or {}
-    how = []
-    if m.get("distinguisher"):
-        how.append(f"distinguisher {m['distinguisher']}")
-    elif m.get("mode") == "whitebox":
-        how.append("the exact privacy loss of every release, by replay")
-    if m.get("pair"):
-        how.append(f"neighbours {m['pair']}")
-    trials = (f"{fmt(m.get('trials'))} runs on each dataset" if m.get("mode") != "onerun"
-              else f"one run with {fmt(m.get('canaries'))} canaries")
-    measured = (f"A {m.get('mode', '?')} audit ({', '.join(how + [trials])}) proves "
-                f"ε ≥ {fmt(m.get('epsilon_lower'))} ({m.get('bound', '?')} bound) at "
-                f"δ = {fmt(m.get('delta'))}; the accountant gives "
-                f"{fmt(m.get('epsilon_accountant'))}. {_order_sentence(m)}")
-    if m.get("epsilon_detectable") is not None:
-        measured += (f" A violation up to ε = {fmt(m.get('epsilon_detectable'))} would have "
-                     f"been caught with probability {fmt(m.get('detect_probability'))}.")
-    conf = f"The lower bound holds with confidence {fmt(m.get('confidence'))}"
-    if m.get("bound") == "betting":
-        conf += (", at whichever round the audit stopped (an e-process whose tests are "
-                 "chosen on earlier rounds).")
-    else:
-        conf += (", with the test chosen on one split of the runs and bounded on another."
-                 if m.get("mode") != "onerun" else " (Steinke, Nasr, Jagielski 2023).")
-    for a in ev.get("assumptions") or []:
-        conf += f" Assumes: {a}."
-    short = (f"a {m.get('mode', '?')} audit proves ε ≥ {fmt(m.get('epsilon_lower'))} at "
-             f"confidence {fmt(m.get('confidence'))} ({m.get('bound', '?')} bound) against the "
-             f"claimed {fmt(m.get('epsilon_claimed'))}; the accountant gives "
-             f"{fmt(m.get('epsilon_accountant'))}")
-    return Statement(f"The variant claims {claim}.", measured, conf, short)
-
-
-def _sensitivity(check: Mapping[str, Any], claim: str) -> Statement:
-    m = _m(check)
-    if m.get("worst_ratio") is None:
-        measured = f"No neighbouring pair was replayed ({check.get('message', '')})."
-    else:
-        measured = (f"Replaying the run on {fmt(m.get('pairs'))} neighbouring pairs "
-                    f"({', '.join(m.get('relations') or []) or m.get('relation')}), the "
-                    f"largest true difference of a release is {fmt(m.get('worst_ratio'), 3)} "
-                    f"times its declared sensitivity: query {m.get('query')} at step "
-                    f"{fmt(m.get('step'))} moves by {fmt(m.get('true_difference'))} where "
-                    f"{fmt(m.get('declared'))} is declared (pair {m.get('generator')}, "
-                    f"{m.get('relation')}). {fmt(m.get('pairs_violated'))} of "
-                    f"{fmt(m.get('pairs'))} pairs exceed the declaration.")
-        if num(m.get("invariance_failures")):
-            measured += (f" {fmt(m.get('invariance_failures'))} releases differ between "
-                         "datasets where they should not.")
-    conf = ("One pair above ratio 1 is a proof, not an estimate: both datasets are "
-            "evaluated with the same randomness." if check.get("verdict") == "FAIL" else
-            "A search can miss the worst pair, so finding none is no proof of the "
-            "declared sensitivity.")
-    short = ("no replayed pair moved a release beyond its declared sensitivity (a search, "
-             "not a proof)" if check.get("verdict") != "FAIL" else
-             f"a neighbouring pair moves {m.get('query')} by {fmt(m.get('worst_ratio'), 3)} "
-             "times its declared sensitivity (a counterexample: a proof)")
-    if m.get("worst_ratio") is not None and check.get("verdict") != "FAIL":
-        short += f"; worst ratio {fmt(m.get('worst_ratio'), 3)}"
-    return Statement(f"Every noisy release declares the sensitivity its noise is scaled "
-                     f"to; the variant claims {claim}.", measured, conf, short)
-
-
-def _left_out(ev: Mapping[str, Any]) -> str:
-    """Which grid points the fits left out and why (window validation), as a sentence.
-
-    Examples
-    --------
-    >>> _left_out({"points": [{"parameter": "n", "excluded": ["saturated: mean 0.2", ""]}]})
-    ' Left out of the fit in n: 1 of 2 points saturated (e.g. mean 0.2).'
-    """
-    out = []
-    for pt in ev.get("points") or []:
-        why = [w for w in pt.get("excluded") or [] if w and w != "outside the regime"]
-        if not why:
-            continue
-        kinds = sorted({w.split(":")[0] for w in why})
-        first = why[0].split(":", 1)[-1].strip()
-        out.append(f" Left out of the fit in {pt.get('parameter')}: {len(why)} of "
-                   f"{len(pt.get('excluded'))} points {' or '.join(kinds)} (e.g. {first}).")
-    return "".join(out)
-
-
-def power_text(name: str, p: Any) -> str:
-    """``name^p`` with a simple fraction where the exponent is one.
-
-    Examples
-    --------
-    >>> power_text("d", 0.75), power_text("n", -2 / 3), power_text("n", -2.0)
-    ('d^(3/4)', 'n^(-2/3)', 'n^-2')
-    """
-    from fractions import Fraction
-
-    x = num(p)
-    if x is None or not math.isfinite(x):
-        return f"{name}^{fmt(p)}"
-    fr = Fraction(x).limit_denominator(12)
-    if abs(float(fr) - x) > 1e-3:
-        return f"{name}^{fmt(x, 3)}"
-    return f"{name}^{fr.numerator}" if fr.denominator == 1 else f"{name}^({fr})"
-
-
-def rate_claim(check: Mapping[str, Any]) -> str:
-    """Whose rate a rate check judged, and which: "paper 001, Theorem 3.1's d^(1/2)".
-
-    The owner is the theorem's source (a suite names another paper's bound with the check
-    option ``claimed_by``); the rate is the exponent of each parameter whose fit failed
-    (all of them when none did), or the full bound for a fit against it.
-
-    Examples
-    --------
-    >>> rate_claim({"metrics": {"parameter": "d", "theory": 0.75, "axis": "param"},
-    ...             "evidence": {"theory": {"source": "Zhang et al. (2024)"}}})
-    "Zhang et al. (2024)'s d^(3/4)"
-    >>> rate_claim({"metrics": {"parameter": "n", "theory": -1}, "evidence": {}})
-    'the stated n^-1'
-    """
-    m, ev = _m(check), check.get("evidence") or {}
-    src = str((ev.get("theory") or {}).get("source") or "")
-    owner = f"{src}'s" if src and src != "user" else "the stated"
-    if m.get("axis") == "rate":
-        return f"{owner} full bound"
-    fits = m.get("fits") or [m]
-    failed = [f for f in fits if f.get("verdict") == "FAIL"] or fits
-    terms = " · ".join(power_text(str(f.get("parameter")), f.get("theory")) for f in failed)
-    return f"{owner} {terms}"
-
-
-def inconclusive_reason(check: Mapping[str, Any]) -> str:
-    """Why a check could not decide, in a few words ("" when it decided).
-
-    Examples
-    --------
-    >>> inconclusive_reason({"verdict": "INCONCLUSIVE", "kind": "rate", "message":
-    ...     "n: INCONCLUSIVE: 0 usable grid points (need 3); left out: 4 saturated",
-    ...     "evidence": {"points": [{"excluded": ["saturated: mean 1"] * 4}]}})
-    'not observable on this grid: every point saturated'
-    """
-    if check.get("verdict") != "INCONCLUSIVE":
-        return ""
-    m, msg = _m(check), str(check.get("message") or "")
-    if m.get("error"):
-        return "the check did not complete"
-    if "usable grid points" in msg:
-        left = [w.split(":")[0] for pt in (check.get("evidence") or {}).get("points") or []
-                for w in pt.get("excluded") or [] if w]
-        total = sum(len(pt.get("excluded") or []) for pt in
-                    (check.get("evidence") or {}).get("points") or [])
-        if left and len(left) == total and len(set(left)) == 1:
-            return f"not observable on this grid: every point {left[0]}"
-        return "too few grid points in the window to fit"
-    for key, words in (("wide", "interval too wide to decide"),
-                       ("hinges on the floor", "the verdict hinges on an unmeasured floor"),
-                       ("floor dominates", "a floor dominates the signal")):
-        if key in msg:
-            return words
-    tail = msg.split("INCONCLUSIVE:", 1)[-1].strip()
-    return re.split(r" \(|; ", tail)[0][:90]
-
-
 def verdict_words(check: Mapping[str, Any]) -> str:
-    """A check's verdict in words a reviewer reads without a glossary.
+    """A check's verdict in words a reviewer reads without a glossary (its kind's words).
 
     A rate check that FAILs refutes a stated rate, and says whose: it judges a utility
     theorem, not the variant's privacy. An INCONCLUSIVE says why.
@@ -495,88 +183,19 @@ def verdict_words(check: Mapping[str, Any]) -> str:
     >>> verdict_words({"kind": "account", "verdict": "PASS"})
     'PASS'
     """
-    v = str(check.get("verdict"))
-    if v == "FAIL" and check.get("kind") in RATE_KINDS:
-        return f"FAIL: refutes {rate_claim(check)}"
-    why = inconclusive_reason(check)
-    return f"{v}: {why}" if why else v
+    return _kind(check).verdict_words(check)
 
 
-def _rate(check: Mapping[str, Any], info: Mapping[str, Any] | None) -> Statement:
-    m, ev = _m(check), check.get("evidence") or {}
-    th = ev.get("theory") or (info or {}).get("utility") or {}
-    src = th.get("source") or "the declared theorem"
-    fits = m.get("fits") or [m]
-    parts = []
-    for f in fits:
-        if not math.isfinite(num(f.get("exponent")) or math.nan):
-            parts.append(f"in {f.get('parameter')}: no exponent, too few grid points in the "
-                         f"window" + (f" ({f['verdict']})" if f.get("verdict") else ""))
-            continue
-        parts.append(f"in {f.get('parameter')}: exponent {fmt(f.get('exponent'), 3)}, "
-                     f"interval [{fmt(f.get('ci_low'), 3)}, {fmt(f.get('ci_high'), 3)}] "
-                     f"against the theorem's {fmt(f.get('theory'), 3)}"
-                     + (f" ({f['verdict']})" if f.get("verdict") else ""))
-    values = m.get("values") or []
-    grid = (f"{len(values)} values of {m.get('parameter')} from {fmt(min(values))} to "
-            f"{fmt(max(values))}" if values else "the grid")
-    axis = {"gdp": "the ledger GDP mu",
-            "rate": "the theorem's full bound, so an exponent of -1 (or +1 for a bound that "
-                    "grows) is a utility proportional to it"}.get(m.get("axis"), "the parameter")
-    measured = (f"Measured {m.get('quantity', th.get('quantity', 'utility'))} over {grid}, "
-                f"{fmt(m.get('seeds'))} seeds each ({m.get('model', '?')} model, regressed on "
-                f"{axis}): " + "; ".join(parts) + "." + _left_out(ev))
-    conf = (f"{fmt(m.get('confidence'))} seed-clustered bootstrap interval. Rule: "
-            f"{m.get('rule', 'n/a')}.")
-    claimed = (f"{src} bounds {th.get('quantity', 'the utility')} by "
-               f"{utility_text(th) if th else 'a rate'}.")
-    short = ("; ".join(parts) + f" ({fmt(m.get('confidence'))} bootstrap intervals, "
-             f"{fmt(m.get('seeds'))} seeds)")
-    if check.get("verdict") == "FAIL":
-        refutes = (f" The measurement refutes {rate_claim(check)} (a finding about the "
-                   f"theorem as stated, not about the variant's privacy).")
-        measured += refutes
-        short += f"; it refutes {rate_claim(check)}"
-    elif check.get("verdict") == "INCONCLUSIVE":
-        measured += f" INCONCLUSIVE: {inconclusive_reason(check)}."
-    return Statement(claimed, measured, conf, short)
-
-
-def _agree(check: Mapping[str, Any]) -> Statement:
-    m = _m(check)
-    bits = []
-    if m.get("max_rel_dev") is not None:
-        bits.append(f"on one shared noise stream, torch ({m.get('device')}, {m.get('dtype')}) "
-                    f"deviates from NumPy by at most {fmt(m.get('max_rel_dev'), 3)} (relative; "
-                    f"tolerance {fmt(m.get('tolerance'), 3)}) over {fmt(m.get('releases'))} "
-                    f"releases" + ("" if m.get("ledger_match", True) else
-                                   ", and the two ledgers differ"))
-    if m.get("min_pvalue_adjusted") is not None:
-        bits.append(f"with independent noise ({fmt(m.get('trials'))} trials per backend) the "
-                    f"smallest Holm-adjusted Kolmogorov-Smirnov p-value is "
-                    f"{fmt(m.get('min_pvalue_adjusted'), 3)} (level {fmt(m.get('alpha'))})")
-    measured = ("; ".join(bits) + ".") if bits else str(check.get("message", ""))
-    return Statement("The NumPy and torch backends must compute the same algorithm.",
-                     measured[:1].upper() + measured[1:],
-                     "Trajectory deviations are judged against a rounding budget per "
-                     "release; the distribution test controls its false alarms at its level.")
-
-
-def _mia(check: Mapping[str, Any], claim: str) -> Statement:
-    m = _m(check)
-    measured = (f"A {m.get('attack', '?')} membership-inference attack ({m.get('design', '')}, "
-                f"{fmt(m.get('trials'))} trials) reaches AUC {fmt(m.get('auc'), 3)} (the claim "
-                f"allows at most {fmt(m.get('auc_ceiling'), 3)}) and proves ε ≥ "
-                f"{fmt(m.get('epsilon_lower'))}. {_order_sentence(m)}")
-    short = (f"AUC {fmt(m.get('auc'), 3)} against the claim's ceiling "
-             f"{fmt(m.get('auc_ceiling'), 3)}; ε ≥ {fmt(m.get('epsilon_lower'))} at "
-             f"confidence {fmt(m.get('confidence'))}")
-    return Statement(f"The target claims {claim}.", measured,
-                     f"Bounds hold with confidence {fmt(m.get('confidence'))}.", short)
+def _kind(check: Mapping[str, Any]) -> Any:
+    """The kind of a record; a kind this installation lacks words its record generically."""
+    try:
+        return get_kind(str(check.get("kind")))
+    except InputError:
+        return CheckKind()
 
 
 def statement(check: Mapping[str, Any], info: Mapping[str, Any] | None = None) -> Statement:
-    """What a check claims, measured and how sure it is, in plain words.
+    """What a check claims, measured and how sure it is, in plain words (its kind's words).
 
     Examples
     --------
@@ -587,89 +206,16 @@ def statement(check: Mapping[str, Any], info: Mapping[str, Any] | None = None) -
     The ledger of one run (10 noisy releases), composed by dp_accounting's PLD accountant,
     spends ε = 2 at δ = 1e-05 against the claimed ε = 1 (ratio 2).
     """
-    m = _m(check)
+    m = metrics_of(check)
     if m.get("error"):
         return Statement("", f"The check did not complete: {m['error']}.",
                          "Its verdict is INCONCLUSIVE; the traceback is in the evidence.")
     claim = claim_text(check.get("claim") or (info or {}).get("claim"))
-    kind = check.get("kind")
-    if kind == "account":
-        return _account(check, claim)
-    if kind == "audit":
-        return _audit(check, claim)
-    if kind == "sensitivity":
-        return _sensitivity(check, claim)
-    if kind == "rate":
-        return _rate(check, info)
-    if kind == "agree":
-        return _agree(check)
-    if kind == "mia":
-        return _mia(check, claim)
-    return Statement("", str(check.get("message", "")), "")
+    return _kind(check).statement(check, claim, info)
 
 
 # Reproduction -----------------------------------------------------------------------------
 
-
-def _param_args(params: Mapping[str, Any]) -> list[str]:
-    out = []
-    for k, v in params.items():
-        if isinstance(v, bool):
-            val = "true" if v else "false"
-        elif isinstance(v, str):
-            val = v
-        elif isinstance(v, (list, dict)):
-            import json
-
-            val = json.dumps(v)
-        else:
-            val = repr(v)
-        out += ["--param", f"{k}={val}"]
-    return out
-
-
-_AUDIT_FLAGS = {"epsilon", "delta", "confidence", "relation", "neighbours", "trials",
-                "distinguisher", "bound", "canaries", "scores", "block_size"}
-_SENS_FLAGS = {"neighbours", "relation", "search", "max_examples", "trials", "random_pairs",
-               "rtol", "max_abs", "data"}
-
-
-def _options(check: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in (check.get("options") or {}).items() if not str(k).startswith("_")}
-
-
-def _standalone(check: Mapping[str, Any], seed: int, scale: str) -> list[str] | None:
-    """The subcommand that reproduces a check alone, when its options map onto flags."""
-    kind, target = check.get("kind"), str(check.get("target"))
-    opts = _options(check)
-    tail = [*_param_args(check.get("params") or {}), "--seed", str(seed), "--scale", scale]
-    if kind == "account":
-        if set(opts) - {"delta"}:
-            return None
-        extra = ["--delta", repr(opts["delta"])] if "delta" in opts else []
-        return ["dpverify", "account", target, *extra, *tail]
-    if kind == "audit":
-        mode = opts.pop("mode", "blackbox")
-        if set(opts) - _AUDIT_FLAGS:
-            return None
-        args = ["dpverify", "audit", target, "--mode", str(mode)]
-        for k, v in opts.items():
-            if k == "neighbours" and isinstance(v, list):
-                v = ",".join(map(str, v))
-            args += [f"--{k.replace('_', '-')}", str(v)]
-        return [*args, *tail]
-    if kind == "sensitivity":
-        finite = opts.pop("nonfinite", True) is False
-        no_inv = opts.pop("invariance", True) is False
-        if set(opts) - _SENS_FLAGS:
-            return None
-        args = ["dpverify", "sensitivity", target]
-        for k, v in opts.items():
-            vals = [str(x) for x in v] if isinstance(v, list) else [str(v)]
-            args += [f"--{k.replace('_', '-')}", *vals]
-        args += ["--finite-only"] * finite + ["--no-invariance"] * no_inv
-        return [*args, *tail]
-    return None
 
 
 def suite_path_of(check: Mapping[str, Any], rep: Mapping[str, Any]) -> str | None:
@@ -711,10 +257,11 @@ def reproduce(check: Mapping[str, Any], rep: Mapping[str, Any]) -> list[str]:
         over = {k: v for k, v in (rep.get("param_overrides") or {}).items()
                 if k in (check.get("params") or {})}
         out.append(shlex.join(["dpverify", "run", path, "--only", str(check.get("id")),
-                               *_param_args(over), "--seed", str(seed), "--scale", scale]))
-    alone = _standalone(check, seed, scale)
+                               *param_args(over), "--seed", str(seed), "--scale", scale]))
+    alone = _kind(check).command(check)
     if alone:
-        out.append(shlex.join(alone))
+        tail = [*param_args(check.get("params") or {}), "--seed", str(seed), "--scale", scale]
+        out.append(shlex.join([*alone, *tail]))
     return out
 
 
@@ -959,18 +506,21 @@ def summary_rows(doc: Document) -> list[SummaryRow]:
     >>> r.target, r.privacy, r.rate
     ('noisy_gd:sound', ('PASS', 1, 1), None)
     """
-    known = (*PRIVACY_KINDS, *RATE_KINDS, *AGREEMENT_KINDS)
     rows = []
     for g in doc.groups:
         for a in g.algorithms:
             for v in a.variants:
-                others = sorted({str(c.record.get("kind")) for c in v.checks} - set(known))
+                col: dict[str, list[str]] = {}
+                for c in v.checks:
+                    kind = str(c.record.get("kind"))
+                    col.setdefault(_kind(c.record).column, []).append(kind)
                 rows.append(SummaryRow(g.key, a.name, v.target, v.kind,
-                                       v.verdict(PRIVACY_KINDS), v.verdict(RATE_KINDS),
-                                       v.verdict(AGREEMENT_KINDS),
-                                       v.verdict(others) if others else None,
+                                       v.verdict(col.get("privacy", [])),
+                                       v.verdict(col.get("rate", [])),
+                                       v.verdict(col.get("agreement", [])),
+                                       v.verdict(col["other"]) if "other" in col else None,
                                        rate_cell([c.record for c in v.checks
-                                                  if c.record.get("kind") in RATE_KINDS])))
+                                                  if _kind(c.record).column == "rate"])))
     return rows
 
 
@@ -1032,7 +582,7 @@ def headline(check: Mapping[str, Any]) -> str:
     names = {"epsilon_lower": "ε_lower", "epsilon_accountant": "ε_acc",
              "epsilon_claimed": "ε_claimed", "worst_ratio": "ratio", "exponent": "exponent",
              "theory": "theory", "max_rel_dev": "max_rel_dev", "auc": "AUC"}
-    m = _m(check)
+    m = metrics_of(check)
     out = [f"{names[k]}={fmt(m[k])}" for k in HEADLINE if m.get(k) is not None]
     if m.get("exponent") is not None and m.get("ci_low") is not None:
         i = next(j for j, s in enumerate(out) if s.startswith("exponent="))

@@ -24,13 +24,15 @@ import base64
 import io
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dpverify.report.paper import fmt, num
+from dpverify.checks import get_kind
+from dpverify.errors import InputError
+from dpverify.prose import fmt, num
 
 FORMATS = ("svg", "png")
 _FONT = 8.5
@@ -803,6 +805,11 @@ def rate_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
                 _encode(fig, fmt_, pid, tight=True, drop_minor=False))
 
 
+#: The figures a check kind may name (``CheckKind.figures``), each drawn from its record.
+FIGURES: dict[str, Callable[[Mapping[str, Any], str], Plot | None]] = {
+    "roc": roc_plot, "loss": loss_plot, "rate": rate_plot}
+
+
 def check_plots(check: Mapping[str, Any], fmt_: str = "svg") -> list[Plot]:
     """Every figure a check's record supports (none without matplotlib).
 
@@ -811,12 +818,9 @@ def check_plots(check: Mapping[str, Any], fmt_: str = "svg") -> list[Plot]:
     >>> check_plots({"id": "a", "kind": "account", "metrics": {}})
     []
     """
-    kind = check.get("kind")
-    out: list[Plot | None] = []
-    if kind in ("audit", "mia"):
-        out.append(roc_plot(check, fmt_))
-        if (check.get("metrics") or {}).get("mode") == "whitebox":
-            out.append(loss_plot(check, fmt_))
-    elif kind == "rate":
-        out.append(rate_plot(check, fmt_))
+    try:
+        figures = get_kind(str(check.get("kind"))).figures
+    except InputError:  # a kind this installation lacks
+        return []
+    out = [FIGURES[name](check, fmt_) for name in figures]
     return [p for p in out if p is not None]

@@ -14,8 +14,8 @@ from typing import Any
 
 from dpverify.checks import CheckResult, jsonable
 from dpverify.errors import InputError
+from dpverify.prose import num as _num
 from dpverify.report.io import write_json_atomic, write_text_atomic
-from dpverify.report.paper import num as _num
 
 SCHEMA_VERSION = "1.1"
 _PACKAGES = ("dpverify", "numpy", "scipy", "dp-accounting", "statsmodels", "hypothesis",

@@ -84,11 +84,14 @@ A suite entry: ``kind = "sensitivity"``, ``target = "my_algo:clipped_gd"`` with
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from typing import Any
 
 from dpverify.checks import CheckKind, Options, Outcome, register_kind
 from dpverify.errors import InputError
 from dpverify.experiment import Experiment
+from dpverify.prose import Statement, check_options, fmt, metrics_of, num
 from dpverify.sensitivity.replay import (
     DEFAULT_RTOL,
     InvarianceResult,
@@ -159,10 +162,58 @@ class SensitivityCheck(CheckKind):
 
     name = "sensitivity"
     Options = SensitivityOptions
+    column = "privacy"
 
     def run(self, exp: Experiment, options: SensitivityOptions) -> Outcome:
         report = sensitivity_of(exp, options)
         return Outcome(report.verdict, report.metrics(), report.evidence(), report.message)
+
+    def statement(self, check: Mapping[str, Any], claim: str,
+                  info: Mapping[str, Any] | None) -> Statement:
+        m = metrics_of(check)
+        if m.get("worst_ratio") is None:
+            measured = f"No neighbouring pair was replayed ({check.get('message', '')})."
+        else:
+            measured = (f"Replaying the run on {fmt(m.get('pairs'))} neighbouring pairs "
+                        f"({', '.join(m.get('relations') or []) or m.get('relation')}), the "
+                        f"largest true difference of a release is {fmt(m.get('worst_ratio'), 3)} "
+                        f"times its declared sensitivity: query {m.get('query')} at step "
+                        f"{fmt(m.get('step'))} moves by {fmt(m.get('true_difference'))} where "
+                        f"{fmt(m.get('declared'))} is declared (pair {m.get('generator')}, "
+                        f"{m.get('relation')}). {fmt(m.get('pairs_violated'))} of "
+                        f"{fmt(m.get('pairs'))} pairs exceed the declaration.")
+            if num(m.get("invariance_failures")):
+                measured += (f" {fmt(m.get('invariance_failures'))} releases differ between "
+                             "datasets where they should not.")
+        conf = ("One pair above ratio 1 is a proof, not an estimate: both datasets are "
+                "evaluated with the same randomness." if check.get("verdict") == "FAIL" else
+                "A search can miss the worst pair, so finding none is no proof of the "
+                "declared sensitivity.")
+        short = ("no replayed pair moved a release beyond its declared sensitivity (a search, "
+                 "not a proof)" if check.get("verdict") != "FAIL" else
+                 f"a neighbouring pair moves {m.get('query')} by {fmt(m.get('worst_ratio'), 3)} "
+                 "times its declared sensitivity (a counterexample: a proof)")
+        if m.get("worst_ratio") is not None and check.get("verdict") != "FAIL":
+            short += f"; worst ratio {fmt(m.get('worst_ratio'), 3)}"
+        return Statement(f"Every noisy release declares the sensitivity its noise is scaled "
+                         f"to; the variant claims {claim}.", measured, conf, short)
+
+    def command(self, check: Mapping[str, Any]) -> list[str] | None:
+        opts = check_options(check)
+        finite = opts.pop("nonfinite", True) is False
+        no_inv = opts.pop("invariance", True) is False
+        if set(opts) - _FLAGS:
+            return None
+        args = ["dpverify", "sensitivity", str(check.get("target"))]
+        for k, v in opts.items():
+            vals = [str(x) for x in v] if isinstance(v, (list, tuple)) else [str(v)]
+            args += [f"--{k.replace('_', '-')}", *vals]
+        return args + ["--finite-only"] * finite + ["--no-invariance"] * no_inv
+
+
+# Options with a flag of `dpverify sensitivity` (the command that reproduces a check alone).
+_FLAGS = {"neighbours", "relation", "search", "max_examples", "trials", "random_pairs", "rtol",
+          "max_abs", "data"}
 
 
 def sensitivity_of(exp: Experiment, options: SensitivityOptions) -> SensitivityReport:
