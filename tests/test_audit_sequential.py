@@ -27,13 +27,6 @@ import numpy as np
 from dpverify.accounting import calibrate_gaussian
 
 SIGMA = calibrate_gaussian(target_epsilon=1.0, target_delta=1e-5)
-# Outputs snapped to a grid of 2^-30 (Mironov, CCS 2012, Sec. 5): ``value + noise`` in
-# floating point leaks the value through its low bits, which the default audit reads.
-SNAP = 2.0**30
-
-def snap(v):
-    return np.round(v * SNAP) / SNAP
-
 def snap(x):
     """Onto a grid of 2^-30: the float's low bits of value + noise would otherwise tell
     the value (Mironov 2012), a real leak the low-bits test proves."""
