@@ -33,7 +33,7 @@ _RELATIONS = {
 }
 
 
-class PLDAccountant(_LibraryPLDAccountant):
+class PLDAccountant:
     """dp_accounting's PLD accountant, also taking a pure eps-DP selection under add/remove.
 
     The privacy profile of every eps-DP mechanism is dominated by two-bucket randomized
@@ -45,6 +45,10 @@ class PLDAccountant(_LibraryPLDAccountant):
     exponential selection is accounted by PLD there as well, not by RDP's looser
     bounded-range answer (at eps = 1, delta = 1e-6: 1.0 instead of 2.75).
 
+    Only the library's public API is used: every other event goes to its accountant, and
+    where selections are present the PLD of the whole history is composed from the public
+    ``privacy_loss_distribution`` constructors (:func:`_event_pld`).
+
     Examples
     --------
     >>> acc = PLDAccountant(dpa.NeighboringRelation.ADD_OR_REMOVE_ONE)
@@ -53,19 +57,113 @@ class PLDAccountant(_LibraryPLDAccountant):
     1.0
     """
 
-    def _maybe_compose(self, event: dpa.DpEvent, count: int, do_compose: bool) -> Any:
+    def __init__(self, neighboring_relation: dpa.NeighboringRelation =
+                 dpa.NeighboringRelation.ADD_OR_REMOVE_ONE,
+                 value_discretization_interval: float = 1e-4) -> None:
+        self.neighboring_relation = neighboring_relation
+        self._interval = value_discretization_interval
+        self._library = _LibraryPLDAccountant(neighboring_relation, value_discretization_interval)
+        self._rest: list[dpa.DpEvent] = []
+        self._selections: Counter = Counter()  # epsilon -> how many selections
+
+    def _split(self, event: dpa.DpEvent) -> tuple[list[dpa.DpEvent], Counter]:
+        """The event's pure selections (counted by epsilon) and everything else."""
+        rest: list[dpa.DpEvent] = []
+        selections: Counter = Counter()
+        for ev, count in _flatten(event):
+            eps = self._selection_epsilon(ev)
+            if eps is None:
+                rest.append(ev if count == 1 else dpa.SelfComposedDpEvent(ev, count))
+            else:
+                selections[eps] += count
+        return rest, selections
+
+    def _selection_epsilon(self, event: dpa.DpEvent) -> float | None:
         if (isinstance(event, dpa.RandomizedResponseDpEvent) and event.num_buckets == 2
                 and 0 < event.noise_parameter <= 1
                 and self.neighboring_relation == dpa.NeighboringRelation.ADD_OR_REMOVE_ONE):
-            if do_compose:
-                p = event.noise_parameter  # = 2 / (1 + e^eps): keeps the truth w.p. 1 - p/2
-                eps = math.log((2.0 - p) / p)
-                pld = _pld_lib.from_privacy_parameters(
-                    _pld_common.DifferentialPrivacyParameters(eps, 0.0),
-                    value_discretization_interval=self._value_discretization_interval)
-                self._pld = self._pld.compose(pld.self_compose(count) if count > 1 else pld)
+            p = event.noise_parameter  # = 2 / (1 + e^eps): keeps the truth w.p. 1 - p/2
+            return math.log((2.0 - p) / p)
+        return None
+
+    def supports(self, event: dpa.DpEvent) -> bool:
+        """Whether :meth:`compose` accepts ``event`` under this relation."""
+        rest, selections = self._split(event)
+        if not all(self._library.supports(e) for e in rest):
+            return False
+        has_selection = bool(selections or self._selections)
+        return not has_selection or all(
+            _event_pld(e, self.neighboring_relation, self._interval) is not None
+            for e in rest + self._rest)
+
+    def compose(self, event: dpa.DpEvent, count: int = 1) -> PLDAccountant:
+        """Add ``count`` runs of ``event`` to the history; returns the accountant."""
+        if not self.supports(event):
+            raise dpa.UnsupportedEventError(f"unsupported event: {event}")
+        rest, selections = self._split(event)
+        for e in rest:
+            self._library.compose(e, count)
+            self._rest.append(e if count == 1 else dpa.SelfComposedDpEvent(e, count))
+        for eps, c in selections.items():
+            self._selections[eps] += c * count
+        return self
+
+    def get_epsilon(self, target_delta: float) -> float:
+        """Epsilon of the history at ``target_delta``."""
+        library_eps = float(self._library.get_epsilon(target_delta))
+        if not self._selections or not math.isfinite(library_eps):
+            return library_eps
+        pld = _pld_lib.identity(value_discretization_interval=self._interval)
+        for e in self._rest:
+            pld = pld.compose(_event_pld(e, self.neighboring_relation, self._interval))
+        for eps, count in self._selections.items():
+            one = _pld_lib.from_privacy_parameters(
+                _pld_common.DifferentialPrivacyParameters(eps, 0.0),
+                value_discretization_interval=self._interval)
+            pld = pld.compose(one.self_compose(count) if count > 1 else one)
+        return float(pld.get_epsilon_for_delta(target_delta))
+
+
+def _flatten(event: dpa.DpEvent, count: int = 1) -> list[tuple[dpa.DpEvent, int]]:
+    """The leaves of a composition with how often each runs."""
+    if isinstance(event, dpa.ComposedDpEvent):
+        return [leaf for e in event.events for leaf in _flatten(e, count)]
+    if isinstance(event, dpa.SelfComposedDpEvent):
+        return _flatten(event.event, count * int(event.count))
+    return [(event, count)]
+
+
+def _event_pld(event: dpa.DpEvent, relation: dpa.NeighboringRelation,
+               interval: float) -> Any:
+    """The PLD of one event by the library's public constructors, as its PLD accountant
+    builds it; ``None`` for an event outside the noise-adding mechanisms it covers.
+
+    Leaves that make a history non-private (no noise) are passed over: the library's
+    accountant, composed alongside, answers ``inf`` for them first."""
+    leaves = _flatten(event)
+    pld = _pld_lib.identity(value_discretization_interval=interval)
+    for leaf, count in leaves:
+        inner, rate = leaf, None
+        if isinstance(leaf, dpa.PoissonSampledDpEvent):
+            inner, rate = leaf.event, float(leaf.sampling_probability)
+        noiseless = getattr(inner, "noise_multiplier", None) == 0
+        if isinstance(leaf, (dpa.NoOpDpEvent, dpa.NonPrivateDpEvent)) or rate == 0 or noiseless:
+            continue
+        if isinstance(inner, dpa.GaussianDpEvent) and inner.noise_multiplier > 0:
+            # The library's accountant merges k unsampled Gaussians into one of std/sqrt(k).
+            std = inner.noise_multiplier / (math.sqrt(count) if rate is None else 1.0)
+            one = _pld_lib.from_gaussian_mechanism(
+                standard_deviation=std, value_discretization_interval=interval,
+                sampling_prob=1.0 if rate is None else rate, neighboring_relation=relation)
+            pld = pld.compose(one if rate is None else one.self_compose(count))
+        elif isinstance(inner, dpa.LaplaceDpEvent) and inner.noise_multiplier > 0:
+            one = _pld_lib.from_laplace_mechanism(
+                parameter=inner.noise_multiplier, value_discretization_interval=interval,
+                sampling_prob=1.0 if rate is None else rate)
+            pld = pld.compose(one.self_compose(count))
+        else:
             return None
-        return super()._maybe_compose(event, count, do_compose)
+    return pld
 
 # Dense orders make the zCDP -> (epsilon, delta) conversion tight (libraries.md, section 2).
 _DENSE_ORDERS = list(np.linspace(1.01, 10.0, 200)) + list(range(11, 200)) + [256, 512, 1024]
@@ -75,7 +173,8 @@ def _rdp_orders(event: dpa.DpEvent) -> list[float]:
     """Dense orders where they are cheap; dp_accounting's defaults for sampling without
     replacement, whose RDP is computed in pure Python order by order (the default grid
     is what dp_accounting and TF Privacy report with)."""
-    if "SampledWithoutReplacement" in repr(event) or "SampledWithReplacement" in repr(event):
+    amplified = (dpa.SampledWithoutReplacementDpEvent, dpa.SampledWithReplacementDpEvent)
+    if any(isinstance(e, amplified) for e in _subevents(event)):
         return list(dpa.rdp.rdp_privacy_accountant.DEFAULT_RDP_ORDERS)
     return _DENSE_ORDERS
 # Orders for bracketing a PLD calibration: RDP at any set of orders is a valid bound, and
@@ -405,17 +504,17 @@ def account_events(
     return AccountingResult(eps, delta, relation, by, events=tuple(shown))
 
 
-def _has_nonprivate(event: Any) -> bool:
-    if isinstance(event, dpa.NonPrivateDpEvent):
-        return True
-    for attr in ("event", "events"):
-        sub = getattr(event, attr, None)
-        if sub is None:
-            continue
-        subs = sub if isinstance(sub, list) else [sub]
-        if any(_has_nonprivate(s) for s in subs):
-            return True
-    return False
+def _subevents(event: dpa.DpEvent) -> list[dpa.DpEvent]:
+    """``event`` and every event nested in it (compositions and sampling wrappers)."""
+    subs = list(getattr(event, "events", None) or [])
+    inner = getattr(event, "event", None)
+    if isinstance(inner, dpa.DpEvent):
+        subs.append(inner)
+    return [event] + [s for sub in subs for s in _subevents(sub)]
+
+
+def _has_nonprivate(event: dpa.DpEvent) -> bool:
+    return any(isinstance(e, dpa.NonPrivateDpEvent) for e in _subevents(event))
 
 
 def account_ledger(
@@ -527,8 +626,9 @@ def calibrate_noise_multiplier(
 
     def fresh_pld() -> dpa.PrivacyAccountant:
         # A coarser grid than for reporting: PLD stays pessimistic, so the noise found is
-        # at worst slightly larger than needed, and the search is 10x faster.
-        return PLDAccountant(neighboring_relation=rel, value_discretization_interval=1e-3)
+        # at worst slightly larger than needed, and the search is 10x faster. Calibrated
+        # events are noise-adding, so the library's own accountant serves.
+        return _LibraryPLDAccountant(neighboring_relation=rel, value_discretization_interval=1e-3)
 
     # RDP is cheap at any noise level and never tighter than PLD, so its answer brackets
     # PLD's from above; a PLD search started at tiny noise would allocate without bound.

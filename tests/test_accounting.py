@@ -562,3 +562,46 @@ def test_ledgers_accounted_at_delta_zero() -> None:
     res, _, _ = account_target("gaussian_mechanism:sound", delta=0.0)
     assert res.epsilon == math.inf
     assert PrivacyClaim(rho=0.5).epsilon_at(0.0) == math.inf
+
+
+@pytest.mark.parametrize("relation", ["add_remove", "replace_one"])
+def test_public_pld_matches_the_library_accountant(relation):
+    """The PLD built from the library's public constructors (used where a selection joins
+    the history) equals its own accountant's on the events the ledger produces."""
+    rel = accounting._RELATIONS[relation]
+    ev = dpa.ComposedDpEvent([
+        dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(3.0), 4),
+        dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.1, dpa.GaussianDpEvent(1.5)), 3),
+        dpa.NoOpDpEvent(),
+    ])
+    ours = accounting._event_pld(ev, rel, 1e-4).get_epsilon_for_delta(1e-6)
+    lib = dpa.pld.PLDAccountant(rel, 1e-4).compose(ev).get_epsilon(1e-6)
+    assert ours == pytest.approx(lib, rel=1e-9)
+    assert accounting._event_pld(dpa.ZCDpEvent(0.1), rel, 1e-4) is None
+
+
+def test_selection_composes_with_other_events_under_add_remove():
+    """A selection next to a Gaussian under add/remove: more than either alone, at most
+    their sum (basic composition); a non-private event still makes it infinite, and an
+    event the public constructors do not cover beside a selection is refused."""
+    acc = accounting.PLDAccountant
+    rel = dpa.NeighboringRelation.ADD_OR_REMOVE_ONE
+    rr = dpa.RandomizedResponseDpEvent(noise_parameter=2 / (1 + math.e), num_buckets=2)
+    g = dpa.PoissonSampledDpEvent(0.2, dpa.GaussianDpEvent(1.0))
+    both = acc(rel).compose(dpa.ComposedDpEvent([g, rr])).get_epsilon(1e-6)
+    alone = [acc(rel).compose(e).get_epsilon(1e-6) for e in (g, rr)]
+    assert max(alone) < both <= sum(alone) + 1e-3
+    assert acc(rel).compose(rr).compose(dpa.NonPrivateDpEvent()).get_epsilon(1e-6) == math.inf
+    mix = dpa.dp_event.MixtureOfGaussiansDpEvent(1.0, [0.0, 1.0], [0.5, 0.5])
+    assert acc(rel).supports(mix)
+    assert not acc(rel).compose(rr).supports(mix)
+
+
+def test_accounting_uses_only_the_public_library_api():
+    """No private dp_accounting member is overridden or read, and no event is told by its
+    repr."""
+    import inspect
+
+    src = inspect.getsource(accounting)
+    for private in ("_maybe_compose", "._pld", "repr(", "._value_discretization"):
+        assert private not in src, private
