@@ -12,8 +12,8 @@ from dp_accounting.pld import PLDAccountant
 from dp_accounting.rdp import RdpAccountant
 from scipy.stats import norm
 
-from dpverify import accounting
-from dpverify.accounting import (
+from dpverify.accounting import accountant as accounting
+from dpverify.accounting.accountant import (
     account_ledger,
     calibrate_gaussian,
     calibrate_noise_multiplier,
@@ -25,10 +25,10 @@ from dpverify.accounting import (
     rho_to_epsilon,
     zcdp_of_ledger,
 )
-from dpverify.claims import PrivacyClaim
-from dpverify.curator import Batch, Curator, Ledger, Release
-from dpverify.data import Dataset
-from dpverify.errors import InputError
+from dpverify.core.claims import PrivacyClaim
+from dpverify.core.curator import Batch, Curator, Ledger, Release
+from dpverify.core.data import Dataset
+from dpverify.core.errors import InputError
 
 ADD_REMOVE = dpa.NeighboringRelation.ADD_OR_REMOVE_ONE
 REPLACE_ONE = dpa.NeighboringRelation.REPLACE_ONE
@@ -538,7 +538,7 @@ def test_exponential_composes_with_a_gaussian():
 
 
 def test_pure_epsilon_of_events() -> None:
-    from dpverify.accounting import pure_epsilon
+    from dpverify.accounting.accountant import pure_epsilon
 
     lap = dpa.LaplaceDpEvent(10.0)
     assert pure_epsilon(lap) == pytest.approx(0.1)
@@ -555,7 +555,7 @@ def test_pure_epsilon_of_events() -> None:
 
 def test_ledgers_accounted_at_delta_zero() -> None:
     """A Laplace release is pure; a Gaussian one has no finite epsilon at delta = 0."""
-    from dpverify.account_check import account_target
+    from dpverify.checks.account import account_target
 
     res, claim, _ = account_target("laplace_mechanism:sound", {"delta": 0.0}, delta=0.0)
     assert claim.delta == 0.0 and res.by_accountant == {"pure": pytest.approx(1.0)}
