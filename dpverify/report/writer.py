@@ -14,7 +14,7 @@ from typing import Any
 
 from dpverify.checks.base import CheckResult, jsonable
 from dpverify.core.errors import InputError
-from dpverify.report.html import render_html
+from dpverify.report import html as report_html
 from dpverify.report.io import write_json_atomic, write_text_atomic
 from dpverify.report.markdown import render_markdown
 from dpverify.report.paper import build_document, target_info
@@ -161,7 +161,7 @@ def write_rendered(rep: dict[str, Any], out_dir: Path, *, formats: tuple[str, ..
     """
     doc = build_document(rep)
     makers = {"md": lambda r: render_markdown(r, doc),
-              "html": lambda r: render_html(r, plot_format=plot_format, doc=doc)}
+              "html": lambda r: report_html.render_html(r, plot_format=plot_format, doc=doc)}
     out = []
     for f in formats:
         out.append(write_text_atomic(Path(out_dir) / f"report.{f}", _render(f, makers[f], rep)))
