@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from algorithms.problems import clipped_grad_sum, make_glm_problem
-from dpverify.accounting import calibrate_gaussian
-from dpverify.claims import Finding, PrivacyClaim, UtilityClaim
-from dpverify.curator import Batch, Curator
-from dpverify.registry import Algorithm, Battery, CheckConfig, Problem, Setting, Variant
+from dpverify.accounting.accountant import calibrate_gaussian
+from dpverify.core.claims import Finding, PrivacyClaim, UtilityClaim
+from dpverify.core.curator import Batch, Curator
+from dpverify.core.registry import Algorithm, Battery, CheckConfig, Problem, Setting, Variant
 
 
 def l2_sensitivity_of_sum(clip: float, relation: str) -> float:

@@ -5,7 +5,7 @@ Written from the papers' descriptions (not from any tester's code), as black-box
 answers of sensitivity 1: the StatDP and DP-Sniper benchmark (Ding et al., CCS 2018;
 Bichsel et al., IEEE S&P 2021) at epsilon = 0.1. Each carries its claim, the epsilon known
 from analysis (``epsilon_true``, ``None`` where only "at most the claim" is known) and
-the neighbouring relation of its input (:mod:`dpverify.data`, "Vectors of query
+the neighbouring relation of its input (:mod:`dpverify.core.data`, "Vectors of query
 answers"), so that ``dpverify audit algorithms.catalogue:svt4`` searches the input
 patterns and judges the claim with no other argument. ``suites/mechanisms.toml`` audits
 them all.
@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dpverify.audit.targets import declare_mechanism
+from dpverify.checks.audit.targets import declare_mechanism
 
 EPSILON = 0.1
 # Dyadic grid of the float-safe Laplace noise: far below the noise scale (1/epsilon), and

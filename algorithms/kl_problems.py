@@ -60,9 +60,9 @@ from typing import Any
 import numpy as np
 import scipy.optimize
 
-from dpverify.data import Dataset
-from dpverify.errors import InputError
-from dpverify.registry import Problem
+from dpverify.core.data import Dataset
+from dpverify.core.errors import InputError
+from dpverify.core.registry import Problem
 
 PROBLEM_KINDS = ("auto", "power", "huber", "theorem8")
 TAILS = ("linear", "power")

@@ -162,7 +162,7 @@ def get_loss(name: str) -> Any:
     >>> get_loss("huber").name
     'huber'
     """
-    from dpverify.errors import InputError
+    from dpverify.core.errors import InputError
 
     if name not in LOSSES:
         raise InputError(f"unknown loss {name!r}; known: {sorted(LOSSES)}")

@@ -25,7 +25,7 @@ The data-independent ``gaussian_mechanism:null_constant`` releases noise alone: 
 outputs have the same distribution on every dataset.
 
 Every other variant has its output snapped by the curator to a grid far below the noise
-scale (Mironov 2012, Section 5.2, with a fine grid; see :func:`dpverify.curator.snap`):
+scale (Mironov 2012, Section 5.2, with a fine grid; see :func:`dpverify.core.curator.snap`):
 rounding erases the floating-point artefacts of the noise addition, which the
 ``lowbits`` distinguisher otherwise finds at epsilon > 5 in a
 """
@@ -38,11 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.accounting import calibrate_gaussian
-from dpverify.claims import Finding, PrivacyClaim
-from dpverify.curator import Curator
-from dpverify.data import Dataset, synthetic_classification
-from dpverify.registry import Algorithm, Battery, CheckConfig, Problem, Setting, Variant
+from dpverify.accounting.accountant import calibrate_gaussian
+from dpverify.core.claims import Finding, PrivacyClaim
+from dpverify.core.curator import Curator
+from dpverify.core.data import Dataset, synthetic_classification
+from dpverify.core.registry import Algorithm, Battery, CheckConfig, Problem, Setting, Variant
 
 
 def make_sum_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Problem:

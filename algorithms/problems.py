@@ -16,9 +16,9 @@ import numpy as np
 import scipy.optimize
 
 from algorithms.losses import Logistic, get_loss
-from dpverify.backends.base import NumpyBackend
-from dpverify.data import Dataset, synthetic_classification, synthetic_regression
-from dpverify.registry import Problem
+from dpverify.core.backends.base import NumpyBackend
+from dpverify.core.data import Dataset, synthetic_classification, synthetic_regression
+from dpverify.core.registry import Problem
 
 
 def _np_xp() -> Any:

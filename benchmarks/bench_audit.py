@@ -40,10 +40,10 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.accounting import calibrate_gaussian
-from dpverify.audit import AuditResult, audit_blackbox, audit_whitebox, clopper_pearson
-from dpverify.checks import RunContext
-from dpverify.suites import load_suite, run_suites
+from dpverify.accounting.accountant import calibrate_gaussian
+from dpverify.checks.audit import AuditResult, audit_blackbox, audit_whitebox, clopper_pearson
+from dpverify.checks.base import RunContext
+from dpverify.cli.suites import load_suite, run_suites
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from algorithms.catalogue import CATALOGUE
-from dpverify.audit import audit_blackbox, clopper_pearson
+from dpverify.checks.audit import audit_blackbox, clopper_pearson
 
 # DP-Sniper's published epsilon_lcb (confidence 0.9) and seconds (search + final estimate),
 # eval_sp2021/reference-results/{dd_search_reg,floating_point,floating_fixed}_data.log.

@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.execution import build_problem, run_target
-from dpverify.rates import fit_rate, run_sweep
-from dpverify.rates.grids import single_threaded_blas
-from dpverify.rates.metrics import excess_risk
-from dpverify.registry import resolve
+from dpverify.checks.rates import fit_rate, run_sweep
+from dpverify.checks.rates.grids import single_threaded_blas
+from dpverify.checks.rates.metrics import excess_risk
+from dpverify.core.registry import resolve
+from dpverify.execution.trials import build_problem, run_target
 
 N_VALUES = [250, 500, 1000, 2000, 4000]
 PARAMS = {"T": 100}
@@ -64,7 +64,7 @@ def bench_sweep(seeds: int = 20) -> dict[str, Any]:
 
     def threaded() -> None:
         # run_sweep pins BLAS to one thread; undo that to see what the pin buys.
-        import dpverify.rates.grids as g
+        import dpverify.checks.rates.grids as g
 
         saved = g.single_threaded_blas
         g.single_threaded_blas = contextlib.nullcontext

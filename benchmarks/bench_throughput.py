@@ -6,7 +6,7 @@ n=1000, d=10, T=100. Every variant below does the same maths; each is timed in t
 process, in rounds (every variant once per round, best of the rounds), so the ratios
 compare numbers measured side by side on the same machine at the same time:
 
-* ``harness float64`` / ``float32``: :func:`dpverify.execution.sample_outputs`, blocks of
+* ``harness float64`` / ``float32``: :func:`dpverify.execution.trials.sample_outputs`, blocks of
   ``block_size="auto"`` trials (64 / 128 here) on the NumPy backend;
 * ``harness, 1 trial per block``: the same code with blocks of one trial;
 * ``numpy loop, per-sample grads``: a plain NumPy DP-GD, one trial at a time, that
@@ -44,15 +44,15 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.execution import (
+from dpverify.core.registry import resolve
+from dpverify.execution.executors import shutdown, single_threaded_blas, tune_allocator
+from dpverify.execution.trials import (
     auto_block_size,
     build_problem,
     run_blocks,
     sample_outputs,
     seed_streams,
 )
-from dpverify.executors import shutdown, single_threaded_blas, tune_allocator
-from dpverify.registry import resolve
 
 PARAMS = {"n": 1000, "d": 10, "T": 100}
 
@@ -77,7 +77,7 @@ def setup(params: dict[str, Any]) -> dict[str, Any]:
 def _released(g: np.ndarray, noise_std: float) -> np.ndarray:
     """The noisy sum as the curator releases it (snapped to its grid when it snaps)."""
     try:
-        from dpverify.curator import snap
+        from dpverify.core.curator import snap
     except ImportError:  # a curator that releases the raw float sum
         return g
     return snap(np, g, noise_std)
@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     scale: dict[str, Any] = {}
     if args.scale_trials > 0:
         block = auto_block_size(s["n"])
-        from dpverify.execution import OutputBlock
+        from dpverify.execution.trials import OutputBlock
 
         fn = OutputBlock(t, p, prob, prob.data)
         cpu0, w0, _ = cpu_timed(lambda: run_blocks(fn, 2 * block, seed=2, block_size=block,

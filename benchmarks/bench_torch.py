@@ -15,9 +15,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from dpverify.backends import get_backend
-from dpverify.execution import build_problem, run_target, seed_streams
-from dpverify.registry import resolve
+from dpverify.core.backends import get_backend
+from dpverify.core.registry import resolve
+from dpverify.execution.trials import build_problem, run_target, seed_streams
 
 
 def backends_to_time(dtypes: Sequence[str]) -> list[tuple[str, Any]]:

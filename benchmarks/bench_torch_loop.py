@@ -8,7 +8,7 @@ Gaussian releases the GDP bound takes), ``--trials`` runs per world, an add/remo
 The tutorial loop (``examples/opacus_loop``: Opacus's MNIST convolutional network on
 synthetic 28 x 28 images) is audited by :func:`dpverify.torch.whitebox`, its trials
 re-executed over stacked parameters; ``dp_sgd:sound`` (a five-feature logistic model
-through the curator) by :func:`dpverify.audit.audit_whitebox`. Reported for each:
+through the curator) by :func:`dpverify.checks.audit.audit_whitebox`. Reported for each:
 epsilon_lower, its fraction of the ledger's (accountant's) epsilon, and wall time; the ratio
 of the two wall times; and, with ``--runs R``, the tutorial's cost per trial when each
 trial calls the training function (``simulate=False``) against the stacked simulation.
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     import dpverify.torch as dpt
-    from dpverify.audit import audit_whitebox
+    from dpverify.checks.audit import audit_whitebox
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trials", type=int, default=1000)

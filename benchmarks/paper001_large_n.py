@@ -6,7 +6,7 @@ below half the start's stationarity only from n ~ 1.5e6 at d = 4, eps = 0.5). Th
 runs the two single-pass algorithms of the comparison with the harness's own parameter
 rules, batched over seeds, grid points, dimensions and both algorithms in one loop of
 T = n/2 sequential steps on one GPU, and measures Goldstein (2 alpha)-stationarity of the
-population F at x_out (dpverify.rates.goldstein, as the rate checks do):
+population F at x_out (dpverify.checks.rates.goldstein, as the rate checks do):
 
 * ``kornowski``: Algorithms 2 + 5 (Theorem 6.1, first order: the sample complexity of
   Theorem 3.1 with gradients; Theorem 3.1's zero-order m of ~1e8 function values per
@@ -23,7 +23,7 @@ cheaply: a first-order estimate of a GLM is a (1/m) sum of dphi(<a, z> + t_j, b)
 the 1-D marginal of the ball, so the mean of m gradients is a * (2 Binomial(m, P+) / m - 1)
 with P+ from the marginal's CDF (one binomial draw per record and step, whatever m);
 the zero-order baseline's m = d directions are drawn in full. The tree mechanism is the
-dyadic tree of dpverify.tree (a fresh tree each period, node (level b, index p >> b)).
+dyadic tree of dpverify.mechanisms.tree (a fresh tree each period, node (level b, index p >> b)).
 
 What it reports, per algorithm, d and n: the mean stationarity over seeds with its
 standard error, the start's (trivial) value, and per algorithm and d the fitted n-slope over
@@ -75,7 +75,7 @@ def _module(name: str, rel: str) -> Any:
 
 
 def tree_levels(length: int) -> int:
-    """floor(log2 length) + 1, as dpverify.tree.tree_levels."""
+    """floor(log2 length) + 1, as dpverify.mechanisms.tree.tree_levels."""
     return int(length).bit_length()
 ALGOS = ("kornowski", "zhang")
 
@@ -330,7 +330,7 @@ def run(batch: Batch, budget_s: float, seed: int) -> tuple[Any, int, float]:
 
 def stationarity(gold: Any, problem: Any, x: np.ndarray, samples: int = 256) -> float:
     """Upper bound on ||dbar_{2 alpha} F(x)|| with the population sample, as the rate checks'
-    goldstein metric (dpverify.rates.goldstein) computes it, for the amplitude loss."""
+    goldstein metric (dpverify.checks.rates.goldstein) computes it, for the amplitude loss."""
     pop = problem.info["population"]
     pts = np.concatenate([x[None], gold.sample_ball(np.random.default_rng(0), x, 2 * ALPHA,
                                                     samples)])
@@ -383,7 +383,7 @@ def _setup(plan: dict[str, Any], n_population: int) -> tuple[dict, dict, dict, l
 def _report(plan: dict[str, Any], rows: list[Row], problems: dict, x0: dict,
             xout: np.ndarray, steps: int, results: dict[str, Any]) -> None:
     """Stationarity per (algorithm, d, n), printed and added to ``results``."""
-    gold = _module("p001_goldstein", "dpverify/rates/goldstein.py")
+    gold = _module("p001_goldstein", "dpverify/checks/rates/goldstein.py")
     seeds = int(plan["seeds"])
     for algo in ALGOS:
         for d in plan["d"]:

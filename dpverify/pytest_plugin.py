@@ -61,7 +61,7 @@ class SuiteFile(pytest.File):
     """A suite file; loading errors surface as a collection error naming file and line."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from dpverify.suites import load_suite
+        from dpverify.cli.suites import load_suite
 
         suite = load_suite(self.path)
         for spec in suite.checks:
@@ -81,8 +81,8 @@ class CheckItem(pytest.Item):
         self.suite_seed = suite_seed
 
     def runtest(self) -> None:
-        from dpverify.checks import RunContext, run_check
-        from dpverify.suites import scaled
+        from dpverify.checks.base import RunContext, run_check
+        from dpverify.cli.suites import scaled
 
         cfg = self.config
         seed = cfg.getoption("dpverify_seed")

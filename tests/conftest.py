@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpverify.data import Dataset
+from dpverify.core.data import Dataset
 
 
 @pytest.fixture

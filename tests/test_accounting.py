@@ -12,8 +12,7 @@ from dp_accounting.pld import PLDAccountant
 from dp_accounting.rdp import RdpAccountant
 from scipy.stats import norm
 
-from dpverify import accounting
-from dpverify.accounting import (
+from dpverify.accounting.accountant import (
     account_ledger,
     calibrate_gaussian,
     calibrate_noise_multiplier,
@@ -25,10 +24,11 @@ from dpverify.accounting import (
     rho_to_epsilon,
     zcdp_of_ledger,
 )
-from dpverify.claims import PrivacyClaim
-from dpverify.curator import Batch, Curator, Ledger, Release
-from dpverify.data import Dataset
-from dpverify.errors import InputError
+from dpverify.accounting.accountant import accountant as accounting
+from dpverify.core.claims import PrivacyClaim
+from dpverify.core.curator import Batch, Curator, Ledger, Release
+from dpverify.core.data import Dataset
+from dpverify.core.errors import InputError
 
 ADD_REMOVE = dpa.NeighboringRelation.ADD_OR_REMOVE_ONE
 REPLACE_ONE = dpa.NeighboringRelation.REPLACE_ONE
@@ -538,7 +538,7 @@ def test_exponential_composes_with_a_gaussian():
 
 
 def test_pure_epsilon_of_events() -> None:
-    from dpverify.accounting import pure_epsilon
+    from dpverify.accounting.accountant import pure_epsilon
 
     lap = dpa.LaplaceDpEvent(10.0)
     assert pure_epsilon(lap) == pytest.approx(0.1)
@@ -555,7 +555,7 @@ def test_pure_epsilon_of_events() -> None:
 
 def test_ledgers_accounted_at_delta_zero() -> None:
     """A Laplace release is pure; a Gaussian one has no finite epsilon at delta = 0."""
-    from dpverify.account_check import account_target
+    from dpverify.checks.account import account_target
 
     res, claim, _ = account_target("laplace_mechanism:sound", {"delta": 0.0}, delta=0.0)
     assert claim.delta == 0.0 and res.by_accountant == {"pure": pytest.approx(1.0)}
@@ -578,3 +578,46 @@ def test_pure_laplace_under_replace_one_is_not_looser_than_its_pure_epsilon():
     mixed = account_ledger(ledger_of([rel, gaussian_release(1, 2.0, 4.0)]), 1e-9,
                            "replace_one")
     assert mixed.epsilon == mixed.by_accountant["rdp"]
+
+
+@pytest.mark.parametrize("relation", ["add_remove", "replace_one"])
+def test_public_pld_matches_the_library_accountant(relation):
+    """The PLD built from the library's public constructors (used where a selection joins
+    the history) equals its own accountant's on the events the ledger produces."""
+    rel = accounting._RELATIONS[relation]
+    ev = dpa.ComposedDpEvent([
+        dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(3.0), 4),
+        dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.1, dpa.GaussianDpEvent(1.5)), 3),
+        dpa.NoOpDpEvent(),
+    ])
+    ours = accounting._event_pld(ev, rel, 1e-4).get_epsilon_for_delta(1e-6)
+    lib = dpa.pld.PLDAccountant(rel, 1e-4).compose(ev).get_epsilon(1e-6)
+    assert ours == pytest.approx(lib, rel=1e-9)
+    assert accounting._event_pld(dpa.ZCDpEvent(0.1), rel, 1e-4) is None
+
+
+def test_selection_composes_with_other_events_under_add_remove():
+    """A selection next to a Gaussian under add/remove: more than either alone, at most
+    their sum (basic composition); a non-private event still makes it infinite, and an
+    event the public constructors do not cover beside a selection is refused."""
+    acc = accounting.PLDAccountant
+    rel = dpa.NeighboringRelation.ADD_OR_REMOVE_ONE
+    rr = dpa.RandomizedResponseDpEvent(noise_parameter=2 / (1 + math.e), num_buckets=2)
+    g = dpa.PoissonSampledDpEvent(0.2, dpa.GaussianDpEvent(1.0))
+    both = acc(rel).compose(dpa.ComposedDpEvent([g, rr])).get_epsilon(1e-6)
+    alone = [acc(rel).compose(e).get_epsilon(1e-6) for e in (g, rr)]
+    assert max(alone) < both <= sum(alone) + 1e-3
+    assert acc(rel).compose(rr).compose(dpa.NonPrivateDpEvent()).get_epsilon(1e-6) == math.inf
+    mix = dpa.dp_event.MixtureOfGaussiansDpEvent(1.0, [0.0, 1.0], [0.5, 0.5])
+    assert acc(rel).supports(mix)
+    assert not acc(rel).compose(rr).supports(mix)
+
+
+def test_accounting_uses_only_the_public_library_api():
+    """No private dp_accounting member is overridden or read, and no event is told by its
+    repr."""
+    import inspect
+
+    src = inspect.getsource(accounting)
+    for private in ("_maybe_compose", "._pld", "repr(", "._value_discretization"):
+        assert private not in src, private

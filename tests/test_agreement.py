@@ -20,22 +20,20 @@ torch = pytest.importorskip("torch")
 from array_api_compat import is_torch_namespace  # noqa: E402
 
 from algorithms.losses import Logistic  # noqa: E402
-from dpverify.agreement import (  # noqa: E402
+from dpverify.checks.agreement import (  # noqa: E402
     _relative_deviation,
-    configure_parser,
     coordinate_test,
     distribution_agreement,
-    parse_params,
-    run_command,
     trajectory_agreement,
     trajectory_tolerance,
 )
-from dpverify.backends.torch_backend import TorchBackend  # noqa: E402
-from dpverify.checks import CheckSpec, RunContext, run_check  # noqa: E402
-from dpverify.claims import Verdict  # noqa: E402
-from dpverify.errors import InputError  # noqa: E402
-from dpverify.execution import build_problem  # noqa: E402
-from dpverify.registry import Algorithm, all_algorithms, resolve  # noqa: E402
+from dpverify.checks.base import CheckSpec, RunContext, run_check  # noqa: E402
+from dpverify.cli.agree import configure_parser, parse_params, run_command  # noqa: E402
+from dpverify.core.backends.torch_backend import TorchBackend  # noqa: E402
+from dpverify.core.claims import Verdict  # noqa: E402
+from dpverify.core.errors import InputError  # noqa: E402
+from dpverify.core.registry import Algorithm, all_algorithms, resolve  # noqa: E402
+from dpverify.execution.trials import build_problem  # noqa: E402
 
 pytestmark = pytest.mark.torch
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -248,7 +246,7 @@ def test_cli_pass_writes_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_dpverify_agree_subcommand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from dpverify.cli import main
+    from dpverify.cli.app import main
 
     out = tmp_path / "a.json"
     assert main(["agree", "noisy_gd:sound", "--param", "T=3", "--param", "n=60",

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from dpverify.checks import CheckSpec, RunContext, run_check
-from dpverify.claims import Verdict
-from dpverify.cli import main
-from dpverify.errors import InputError
+from dpverify.checks.base import CheckSpec, RunContext, run_check
+from dpverify.cli.app import main
+from dpverify.core.claims import Verdict
+from dpverify.core.errors import InputError
 
 USER_MODULE = '''
 import numpy as np

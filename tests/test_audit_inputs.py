@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpverify.audit import audit_blackbox
-from dpverify.audit.targets import check_independent_rows
-from dpverify.cli import main
-from dpverify.data import Dataset, check_finite
-from dpverify.errors import InputError
+from dpverify.checks.audit import audit_blackbox
+from dpverify.checks.audit.targets import check_independent_rows
+from dpverify.cli.app import main
+from dpverify.core.data import Dataset, check_finite
+from dpverify.core.errors import InputError
 
 MODULE = '''
 import numpy as np

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpverify.account_check import account_target
-from dpverify.audit.targets import make_pairs, prepare, sample
-from dpverify.execution import build_problem, run_target
-from dpverify.registry import resolve
+from dpverify.checks.account import account_target
+from dpverify.checks.audit.targets import make_pairs, prepare, sample
+from dpverify.core.registry import resolve
+from dpverify.execution.trials import build_problem, run_target
 
 
 @pytest.mark.parametrize("target", [
@@ -62,7 +62,7 @@ def test_reused_noise_cancels_in_the_difference() -> None:
 ])
 def test_snapping_erases_the_float_artefacts(target: str, expected: str) -> None:
     """The textbook float64 q + sigma Z leaks q through its last bits; snapped, it does not."""
-    from dpverify.audit import audit_blackbox
+    from dpverify.checks.audit import audit_blackbox
 
     r = audit_blackbox(target, trials=20000, distinguisher="lowbits", accountant=False)
     assert r.verdict.value == expected

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import pytest
 from scipy import stats as sstats
 
-from dpverify.audit import AuditResult, audit_blackbox, audit_whitebox
+from dpverify.checks.audit import AuditResult, audit_blackbox, audit_whitebox
 
 SEEDS = 200
 ALPHA = 0.2

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats as sstats
 
-from dpverify.audit import audit_onerun, epsilon_one_run, one_run_bound, one_run_p_value
-from dpverify.errors import InputError
+from dpverify.checks.audit import audit_onerun, epsilon_one_run, one_run_bound, one_run_p_value
+from dpverify.core.errors import InputError
 
 
 def reference_p_value(m: int, r: int, v: int, eps: float, delta: float) -> float:

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from scipy import stats as sstats
 
-from dpverify.audit import stats
-from dpverify.audit.onerun import one_run_power
-from dpverify.audit.power import (
+from dpverify.checks.audit.onerun import one_run_power
+from dpverify.checks.audit.result import AuditResult
+from dpverify.stats import audit_bounds as stats
+from dpverify.stats.power import (
     GAUSSIAN,
     CountTest,
     SelectedTest,
@@ -20,7 +21,6 @@ from dpverify.audit.power import (
     sorted_thresholds,
     threshold_test_power,
 )
-from dpverify.audit.result import AuditResult
 
 
 @pytest.mark.parametrize("method", ["cp", "gdp"])
@@ -106,7 +106,7 @@ def test_the_detectable_epsilon_is_caught(tmp_path, monkeypatch) -> None:  # noq
     test fails if fewer FAILs are seen than a catch rate of 0.85 gives with probability
     1e-3 (its failure probability when the reported figure is honest to within 0.05).
     """
-    from dpverify.audit import audit_blackbox
+    from dpverify.checks.audit import audit_blackbox
 
     p = threshold_test_power(2800, 2800, alpha=0.05, delta=1e-5, epsilon=1.0,
                              selection=(800, 800))
@@ -126,7 +126,7 @@ def test_the_detectable_epsilon_is_caught(tmp_path, monkeypatch) -> None:  # noq
 
 
 def test_membership_inference_says_what_it_could_have_caught() -> None:
-    from dpverify.mia import membership_inference
+    from dpverify.checks.mia import membership_inference
 
     r = membership_inference("dp_sgd:sound", trials=600, attack="loss",
                              params={"n": 100, "T": 5, "q": 1.0}, accountant=False)

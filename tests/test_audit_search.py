@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from dpverify.audit import audit_blackbox
-from dpverify.audit.targets import make_pairs, prepare
-from dpverify.cli import main
-from dpverify.errors import InputError
+from dpverify.checks.audit import audit_blackbox
+from dpverify.checks.audit.targets import make_pairs, prepare
+from dpverify.cli.app import main
+from dpverify.core.errors import InputError
 
 USER_MODULE = '''
 import numpy as np
-from dpverify.audit import declare_mechanism
+from dpverify.checks.audit import declare_mechanism
 
 def laplace(answers, rng, trials):
     """The Laplace mechanism on one count, at scale 1 (1-DP), float-safe grid."""

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from scipy import stats as sstats
 
-from dpverify.audit import selection, stats
-from dpverify.errors import InputError
+from dpverify.core.errors import InputError
+from dpverify.stats import audit_bounds as stats
+from dpverify.stats import selection
 
 
 def binomial_limit(n: int, rate: float, failure: float) -> int:

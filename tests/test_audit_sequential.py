@@ -10,21 +10,21 @@ import numpy as np
 import pytest
 from scipy import stats as sstats
 
-from dpverify.audit import Schedule, audit, audit_sequential
-from dpverify.audit.betting import (
+from dpverify.checks.audit import Schedule, audit, audit_sequential
+from dpverify.checks.base import CheckSpec, RunContext, run_check
+from dpverify.cli.app import main
+from dpverify.core.errors import InputError
+from dpverify.stats.betting import (
     cell_probabilities,
     cell_values,
     kelly,
     log_wealth,
     outcome_counts,
 )
-from dpverify.checks import CheckSpec, RunContext, run_check
-from dpverify.cli import main
-from dpverify.errors import InputError
 
 MODULE = '''
 import numpy as np
-from dpverify.accounting import calibrate_gaussian
+from dpverify.accounting.accountant import calibrate_gaussian
 
 SIGMA = calibrate_gaussian(target_epsilon=1.0, target_delta=1e-5)
 def snap(x):

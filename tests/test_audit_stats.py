@@ -10,9 +10,9 @@ import pytest
 from scipy import stats as sstats
 from statsmodels.stats.proportion import proportion_confint
 
-from dpverify.accounting import epsilon_of_event
-from dpverify.audit import stats
-from dpverify.errors import InputError
+from dpverify.accounting.accountant import epsilon_of_event
+from dpverify.core.errors import InputError
+from dpverify.stats import audit_bounds as stats
 
 
 @pytest.mark.parametrize("k,n", [(0, 10), (3, 10), (10, 10), (57, 1000), (999, 1000)])

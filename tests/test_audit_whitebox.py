@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from dpverify.audit import audit_whitebox, release_privacy_loss, transcript_privacy_loss
-from dpverify.audit.whitebox import swapped
-from dpverify.curator import Curator
-from dpverify.data import Dataset, NeighbourPair
-from dpverify.errors import InputError
+from dpverify.checks.audit import audit_whitebox, release_privacy_loss, transcript_privacy_loss
+from dpverify.checks.audit.whitebox import swapped
+from dpverify.core.curator import Curator
+from dpverify.core.data import Dataset, NeighbourPair
+from dpverify.core.errors import InputError
 
 
 def _replay(pair: NeighbourPair, trials: int, seed: int) -> Curator:
@@ -108,7 +108,7 @@ def test_linear_canary_replays_the_accountants_mu() -> None:
     r = audit_whitebox("noisy_gd:sound", params={"loss": "linear", "n": 50, "T": 5},
                        trials=400, seed=0, neighbours="fresh_direction")
     d = r.details
-    from dpverify.accounting import calibrate_gaussian
+    from dpverify.accounting.accountant import calibrate_gaussian
 
     mu_acct = math.sqrt(5) / calibrate_gaussian(target_epsilon=1.0, target_delta=1e-5, steps=5)
     assert d["mu_replay_min"] == pytest.approx(mu_acct, rel=1e-9)

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 from scipy import stats as sstats
 
-from dpverify.accounting import account_ledger, calibrate_gaussian
-from dpverify.audit import audit_onerun, audit_whitebox, sampled
-from dpverify.audit.targets import make_pairs, plain_ledger, prepare, resolve_neighbours
-from dpverify.audit.whitebox import replay_losses
-from dpverify.data import PAIR_GENERATORS, canary_worst_case, synthetic_classification
-from dpverify.execution import seed_streams
+from dpverify.accounting.accountant import account_ledger, calibrate_gaussian
+from dpverify.checks.audit import audit_onerun, audit_whitebox
+from dpverify.checks.audit.targets import make_pairs, plain_ledger, prepare, resolve_neighbours
+from dpverify.checks.audit.whitebox import replay_losses
+from dpverify.core.data import PAIR_GENERATORS, canary_worst_case, synthetic_classification
+from dpverify.execution.trials import seed_streams
+from dpverify.stats import sampled_gaussian as sampled
 
 SEEDS = 200
 ALPHA = 0.2

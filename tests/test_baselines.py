@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from dpverify.accounting import calibrate_gaussian
-from dpverify.data import make_pair
-from dpverify.execution import build_problem, run_target
-from dpverify.registry import get_algorithm, resolve
+from dpverify.accounting.accountant import calibrate_gaussian
+from dpverify.core.data import make_pair
+from dpverify.core.registry import get_algorithm, resolve
+from dpverify.execution.trials import build_problem, run_target
 
 # dp_sgd runs at its default q and T = 50: the calibration is then the one the smoke suite
 # uses too (calibrate_gaussian is cached), and 50 steps on 60 records are cheap.

@@ -11,7 +11,7 @@ import tomllib
 from scipy import stats as sstats
 
 from algorithms import catalogue as cat
-from dpverify.audit import audit_blackbox
+from dpverify.checks.audit import audit_blackbox
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "mechanisms.toml"
 

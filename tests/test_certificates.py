@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpverify import registry
-from dpverify.certificates import CertificateOptions, judge_certificates, verify_certificates
-from dpverify.checks import CheckSpec, RunContext, available_check_kinds, run_check
-from dpverify.claims import PrivacyClaim, Verdict
-from dpverify.data import Dataset
-from dpverify.errors import InputError
-from dpverify.experiment import Experiment
-from dpverify.rates import metrics as rate_metrics
-from dpverify.registry import Algorithm, Problem, Variant
+from dpverify.checks.base import CheckSpec, RunContext, available_check_kinds, run_check
+from dpverify.checks.certificates import CertificateOptions, judge_certificates, verify_certificates
+from dpverify.checks.rates import metrics as rate_metrics
+from dpverify.core import registry
+from dpverify.core.claims import PrivacyClaim, Verdict
+from dpverify.core.data import Dataset
+from dpverify.core.errors import InputError
+from dpverify.core.registry import Algorithm, Problem, Variant
+from dpverify.execution.experiment import Experiment
 
 # A synthetic certifying target: output u ~ Uniform(0, 1) per trial, certified with
 # probability ``p_cert``; the property holds where u <= ``holds_below``, so

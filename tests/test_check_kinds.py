@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from dpverify.checks import CHECK_KINDS, CheckKind, Options, Outcome, get_kind, register_kind
-from dpverify.claims import Verdict
-from dpverify.prose import Statement
+from dpverify.checks.base import CHECK_KINDS, CheckKind, Options, Outcome, get_kind, register_kind
+from dpverify.core.claims import Verdict
+from dpverify.core.prose import Statement
 from dpverify.report.paper import build_document, reproduce, statement, summary_rows
 from dpverify.report.plots import check_plots
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from dpverify.cli import main, parse_params
-from dpverify.errors import InputError
-from dpverify.registry import get_algorithm
-from dpverify.suites import load_suite
+from dpverify.cli.app import main, parse_params
+from dpverify.cli.suites import load_suite
+from dpverify.core.errors import InputError
+from dpverify.core.registry import get_algorithm
 
 SMOKE = Path(__file__).resolve().parents[1] / "suites" / "smoke.toml"
 BASELINE_TARGETS = [f"{a}:{v}" for a in ("noisy_gd", "dp_sgd") for v in get_algorithm(a).variants]
@@ -300,9 +300,9 @@ def test_console_script(tmp_path):
 def test_account_verdict_compares_zcdp_claims_in_rho():
     """``dpverify account`` and the account check share one verdict: a rho claim is judged
     by the ledger's rho, even when the ledger's epsilon is under the claim's epsilon."""
-    from dpverify.account_check import exceeds_claim
-    from dpverify.accounting import AccountingResult
-    from dpverify.claims import PrivacyClaim
+    from dpverify.accounting.accountant import AccountingResult
+    from dpverify.checks.account import exceeds_claim
+    from dpverify.core.claims import PrivacyClaim
 
     res = AccountingResult(epsilon=1.0, delta=1e-6, relation="add_remove", rho=0.51)
     assert exceeds_claim(res, PrivacyClaim(rho=0.5), eps_claimed=9.0)
@@ -315,10 +315,10 @@ def test_account_verdict_compares_zcdp_claims_in_rho():
 
 def test_run_report_dir_that_is_a_file_is_refused_before_running(write_suite, tmp_path, capsys,
                                                                   monkeypatch):
-    import dpverify.runner
+    import dpverify.checks.runner
 
     ran = []
-    monkeypatch.setattr(dpverify.runner, "run_check", lambda *a: ran.append(a))
+    monkeypatch.setattr(dpverify.checks.runner, "run_check", lambda *a: ran.append(a))
     path = write_suite(QUICK)
     blocker = tmp_path / "taken"
     blocker.write_text("a file")
@@ -329,12 +329,12 @@ def test_run_report_dir_that_is_a_file_is_refused_before_running(write_suite, tm
 
 
 def test_a_capability_missing_a_dependency_does_not_break_other_commands(monkeypatch, capsys):
-    import dpverify.cli as cli
+    import dpverify.cli.app as cli
 
     real_import = cli.importlib.import_module
 
     def fake_import(name, *args):
-        if name == "dpverify.agreement":
+        if name == "dpverify.cli.agree":
             raise ModuleNotFoundError("No module named 'torchish'", name="torchish")
         return real_import(name, *args)
 
@@ -377,7 +377,7 @@ def test_run_against_a_baseline_report(write_suite, tmp_path, capsys):
 def _subparsers():
     import argparse
 
-    from dpverify.cli import _build_parser
+    from dpverify.cli.app import _build_parser
 
     parser = _build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -447,10 +447,10 @@ def test_an_old_latest_folder_is_kept_when_latest_becomes_a_link(write_suite, tm
 ])
 def test_unwritable_outputs_are_refused_before_any_check_runs(
         write_suite, tmp_path, capsys, monkeypatch, flag, where):
-    import dpverify.runner
+    import dpverify.checks.runner
 
     ran = []
-    monkeypatch.setattr(dpverify.runner, "run_counting_warnings", lambda *a: ran.append(a))
+    monkeypatch.setattr(dpverify.checks.runner, "run_counting_warnings", lambda *a: ran.append(a))
     assert main(["run", str(write_suite(QUICK)), flag, where,
                  *(["--report-dir", str(tmp_path / "r")] if flag != "--report-dir" else [])]
                 ) == 2

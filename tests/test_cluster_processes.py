@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 import dpverify
-from dpverify.cli import main
+from dpverify.cli.app import main
 
 distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow
@@ -163,7 +163,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         client.wait_for_workers(2, timeout=START_TIMEOUT)
         yield Cluster(address, client, env)
     finally:
-        from dpverify.executors import shutdown
+        from dpverify.execution.executors import shutdown
 
         shutdown()  # the clients the runs opened, before their scheduler goes
         if client is not None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpverify.checks import CheckSpec, RunContext, run_check
-from dpverify.claims import Verdict
-from dpverify.compare import CompareOptions, compare_arms, holm
-from dpverify.errors import InputError
-from dpverify.experiment import Experiment
+from dpverify.checks.base import CheckSpec, RunContext, run_check
+from dpverify.checks.compare import CompareOptions, compare_arms, holm
+from dpverify.core.claims import Verdict
+from dpverify.core.errors import InputError
+from dpverify.execution.experiment import Experiment
 
 # noisy_gd on its default problem: 20 steps reach a lower excess risk than 1 step, at every
 # epsilon, by far more than the runs' spread.

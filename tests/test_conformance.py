@@ -18,19 +18,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpverify import registry
-from dpverify.checks import CheckSpec
-from dpverify.claims import Finding, PrivacyClaim, Verdict
-from dpverify.cli import main as cli_main
-from dpverify.conformance import (
+from dpverify.checks.base import CheckSpec
+from dpverify.checks.conformance import (
     battery_specs,
     check_targets,
     expected_verdict,
     parametrize_with_checks,
     resolve_check_targets,
 )
-from dpverify.errors import InputError
-from dpverify.registry import Algorithm, Battery, CheckConfig, Target, Variant, resolve
+from dpverify.cli.app import main as cli_main
+from dpverify.core import registry
+from dpverify.core.claims import Finding, PrivacyClaim, Verdict
+from dpverify.core.errors import InputError
+from dpverify.core.registry import Algorithm, Battery, CheckConfig, Target, Variant, resolve
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -114,8 +114,8 @@ def test_determinism_sees_trials_that_share_state(run, expected):
 
 
 def run_check_on(spec: CheckSpec, target: Target):
-    from dpverify.checks import get_kind
-    from dpverify.experiment import Experiment
+    from dpverify.checks.base import get_kind
+    from dpverify.execution.experiment import Experiment
 
     kind = get_kind(spec.kind)
     return kind.run(Experiment(target, spec.params), kind.options(spec.options)), spec
@@ -140,10 +140,10 @@ TINY_PACKAGE = '''
     """A user's own package: two variants of a Gaussian mechanism, one with a planted bug."""
     import numpy as np
 
-    from dpverify.accounting import calibrate_gaussian
-    from dpverify.claims import Finding, PrivacyClaim
-    from dpverify.data import Dataset
-    from dpverify.registry import Algorithm, Battery, Problem, Variant
+    from dpverify.accounting.accountant import calibrate_gaussian
+    from dpverify.core.claims import Finding, PrivacyClaim
+    from dpverify.core.data import Dataset
+    from dpverify.core.registry import Algorithm, Battery, Problem, Variant
 
 
     def make_problem(params, rng):
@@ -175,13 +175,14 @@ TINY_PACKAGE = '''
         {"sound": Variant("sound", "sound", run(1.0), claim),
          "half_noise": Variant("half_noise", "planted", run(0.5), claim, findings=(
              Finding("half the calibrated noise", detected_by=("account", "audit")),))},
-        battery=Battery({"n": 30}, {"audit.blackbox": __import__("dpverify.registry").registry
-                                    .CheckConfig(options={"trials": 40000})}),
+        battery=Battery({"n": 30}, {"audit.blackbox": __import__(
+            "dpverify.core.registry", fromlist=["registry"]).CheckConfig(
+                options={"trials": 40000})}),
     )]
 '''
 
 TINY_TEST = '''
-    from dpverify.conformance import parametrize_with_checks
+    from dpverify.checks.conformance import parametrize_with_checks
 
 
     @parametrize_with_checks(["tinydp"], names=["outputs", "setting", "account",
@@ -253,7 +254,7 @@ def test_every_registered_variant_has_a_battery():
 
 
 def _named_checks(finding: Finding) -> list[str]:
-    from dpverify.conformance import BATTERY
+    from dpverify.checks.conformance import BATTERY
 
     return [c.name for c in BATTERY
             if any(by == c.name or (by == "audit" and c.name.startswith("audit."))

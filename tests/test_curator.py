@@ -9,10 +9,10 @@ import pytest
 import scipy.special
 import scipy.stats
 
-from dpverify.accounting import account_ledger, zcdp_of_ledger
-from dpverify.curator import Batch, Curator
-from dpverify.data import Dataset, NeighbourPair
-from dpverify.errors import InputError
+from dpverify.accounting.accountant import account_ledger, zcdp_of_ledger
+from dpverify.core.curator import Batch, Curator
+from dpverify.core.data import Dataset, NeighbourPair
+from dpverify.core.errors import InputError
 
 # ---------------------------------------------------------------------------------------
 # Noise distributions
@@ -455,7 +455,7 @@ def test_explicit_batches_may_be_built_by_hand(small_data, sum_query):
 
 
 def test_touched_masks_stay_small_at_audit_trial_counts(small_data, sum_query):
-    from dpverify.curator import TOUCHED_TRIALS
+    from dpverify.core.curator import TOUCHED_TRIALS
 
     cur = Curator(small_data, trials=200, rng=0)
     for b in cur.epoch(2):

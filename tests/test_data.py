@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpverify.data import (
+from dpverify.core.data import (
     PAIR_GENERATORS,
     Dataset,
     NeighbourPair,
@@ -14,7 +14,7 @@ from dpverify.data import (
     synthetic_classification,
     synthetic_regression,
 )
-from dpverify.errors import InputError
+from dpverify.core.errors import InputError
 
 RELATIONS = ("add_remove", "replace_one")
 
@@ -278,7 +278,7 @@ def test_as_dataset():
 @pytest.mark.parametrize("relation", ["add_remove", "replace_one", "componentwise"])
 @pytest.mark.parametrize("k", [1, 2, 5, 10])
 def test_search_pairs_are_neighbours_and_distinct(relation: str, k: int) -> None:
-    from dpverify.data import query_neighbours, query_search_pairs
+    from dpverify.core.data import query_neighbours, query_search_pairs
 
     pairs = query_search_pairs(k, relation)
     assert pairs and all(a.shape == b.shape == (k,) for _, a, b in pairs)
@@ -289,7 +289,7 @@ def test_search_pairs_are_neighbours_and_distinct(relation: str, k: int) -> None
 
 
 def test_statdp_patterns_per_relation() -> None:
-    from dpverify.data import query_pair, query_search_pairs
+    from dpverify.core.data import query_pair, query_search_pairs
 
     names = [n for n, _, _ in query_search_pairs(10, "componentwise")]
     assert names == ["one_above", "one_below", "one_above_rest_below", "one_below_rest_above",
@@ -307,7 +307,7 @@ def test_statdp_patterns_per_relation() -> None:
     ("one_above", "swap_two", "must be one of"),
 ])
 def test_bad_patterns_are_refused(name: str, relation: str, word: str) -> None:
-    from dpverify.data import query_pair
+    from dpverify.core.data import query_pair
 
     with pytest.raises(InputError, match=word):
         query_pair(name, 4, relation)

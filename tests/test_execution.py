@@ -16,10 +16,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpverify import executors, progress
-from dpverify.checks import RunContext
-from dpverify.errors import InputError
-from dpverify.execution import (
+from dpverify.checks.base import RunContext
+from dpverify.core.errors import InputError
+from dpverify.core.registry import resolve
+from dpverify.execution import executors, progress
+from dpverify.execution.executors import resolve_execution
+from dpverify.execution.trials import (
     DEFAULT_BLOCK,
     Execution,
     OutputBlock,
@@ -32,8 +34,6 @@ from dpverify.execution import (
     run_blocks,
     sample_outputs,
 )
-from dpverify.executors import resolve_execution
-from dpverify.registry import resolve
 
 
 @pytest.fixture(scope="module")

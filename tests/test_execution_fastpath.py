@@ -16,9 +16,9 @@ import pytest
 
 from algorithms.losses import LOSSES
 from algorithms.problems import clipped_grad_sum
-from dpverify.backends.base import NumpyBackend
-from dpverify.curator import Curator
-from dpverify.data import Dataset, NeighbourPair
+from dpverify.core.backends.base import NumpyBackend
+from dpverify.core.curator import Curator
+from dpverify.core.data import Dataset, NeighbourPair
 
 
 def reference_query(loss: Any, theta: Any, clip: float | None, guard: bool):

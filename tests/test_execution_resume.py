@@ -15,17 +15,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpverify.checkpoint import BlockStore, fingerprint, pack, unpack
-from dpverify.errors import InputError
-from dpverify.execution import OutputBlock, build_problem, run_blocks
-from dpverify.registry import resolve
+from dpverify.core.errors import InputError
+from dpverify.core.registry import resolve
+from dpverify.execution.checkpoint import BlockStore, fingerprint, pack, unpack
+from dpverify.execution.trials import OutputBlock, build_problem, run_blocks
 
 # A run of noisy GD whose blocks are slowed down so that it can be killed part-way.
 SCRIPT = textwrap.dedent("""
     import json, sys, time
     import numpy as np
-    from dpverify.execution import OutputBlock, build_problem, run_blocks
-    from dpverify.registry import resolve
+    from dpverify.execution.trials import OutputBlock, build_problem, run_blocks
+    from dpverify.core.registry import resolve
 
     class Slow(OutputBlock):
         def __call__(self, ss, k, i):

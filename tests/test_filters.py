@@ -1,4 +1,5 @@
-"""Tests of the zCDP privacy filter and per-trial Gaussian releases (dpverify.filters)."""
+"""Tests of the zCDP privacy filter and per-trial Gaussian releases
+(dpverify.mechanisms.filters)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpverify.accounting import zcdp_of_ledger
-from dpverify.claims import PrivacyClaim
-from dpverify.curator import Curator
-from dpverify.data import Dataset, NeighbourPair
-from dpverify.errors import InputError
-from dpverify.filters import (
+from dpverify.accounting.accountant import zcdp_of_ledger
+from dpverify.core.claims import PrivacyClaim
+from dpverify.core.curator import Curator
+from dpverify.core.data import Dataset, NeighbourPair
+from dpverify.core.errors import InputError
+from dpverify.mechanisms.filters import (
     FilterExhausted,
     ZCDPFilter,
     attach,

@@ -13,15 +13,15 @@ from algorithms.paper001.problems import (
     PiecewiseLinearGLM,
     make_problem,
 )
-from dpverify.data import Dataset
-from dpverify.rates.goldstein import (
+from dpverify.checks.rates.goldstein import (
     certified_lower,
     goldstein,
     goldstein_bounds,
     goldstein_lower,
     min_norm_in_hull,
 )
-from dpverify.registry import Problem
+from dpverify.core.data import Dataset
+from dpverify.core.registry import Problem
 
 
 def _abs_problem(d: int = 1) -> Problem:

@@ -17,9 +17,9 @@ import pytest
 from scipy import stats as sstats
 
 from dpverify.adapters import diffprivlib_targets as dt
-from dpverify.audit import audit
-from dpverify.claims import Verdict
-from dpverify.errors import InputError
+from dpverify.checks.audit import audit
+from dpverify.core.claims import Verdict
+from dpverify.core.errors import InputError
 
 DPL = "dpverify.adapters.diffprivlib_targets"
 OPX = "dpverify.adapters.opacus_targets"
@@ -39,7 +39,7 @@ def dpl():
 
 def test_diffprivlib_imports_and_its_analytic_gaussian_matches_ours(dpl) -> None:
     """diffprivlib's Balle-Wang calibration against dpverify's PLD calibration."""
-    from dpverify.accounting import calibrate_gaussian
+    from dpverify.accounting.accountant import calibrate_gaussian
 
     mech = dpl.mechanisms.GaussianAnalytic(epsilon=1.0, delta=1e-5, sensitivity=1.0)
     ours = calibrate_gaussian(target_epsilon=1.0, target_delta=1e-5)
@@ -192,7 +192,7 @@ def test_opacus_normalization_by_dataset_size_leaks_on_tiny_data(ot) -> None:
 
 
 def test_membership_inference_on_opacus(ot) -> None:
-    from dpverify.mia import membership_inference
+    from dpverify.checks.mia import membership_inference
 
     r = membership_inference(f"{OPX}:dp_sgd_linear", epsilon=ot.claimed_epsilon(1e-5),
                              delta=1e-5, trials=800, pool=4, params={"n": 20, "d": 2})
@@ -206,7 +206,7 @@ def test_membership_inference_on_opacus(ot) -> None:
 
 
 def test_libraries_suite_loads() -> None:
-    from dpverify.suites import load_suite
+    from dpverify.cli.suites import load_suite
 
     suite = load_suite(SUITE)
     kinds = {c.kind for c in suite.checks}

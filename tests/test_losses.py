@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from algorithms.losses import LOSSES, get_loss
-from dpverify.errors import InputError
+from dpverify.core.errors import InputError
 
 # Margins include each loss's kinks (hinge at y z = 1 and 1 - h, Huber at |z - y| = 1).
 Z = np.concatenate([np.linspace(-6.0, 6.0, 241), [0.5, 1.0, 2.0, -1.0, 1e-3]])

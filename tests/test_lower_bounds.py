@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 from algorithms.kl_problems import make_kl_problem
-from dpverify.checks import CheckSpec, RunContext, run_check
-from dpverify.claims import Verdict
-from dpverify.errors import InputError
-from dpverify.execution import build_problem, run_target
-from dpverify.experiment import Experiment
-from dpverify.lower_bounds import LowerBoundOptions, judge_lower_bound, verify_lower_bound
-from dpverify.rates.metrics import get_metric
-from dpverify.registry import resolve
+from dpverify.checks.base import CheckSpec, RunContext, run_check
+from dpverify.checks.lower_bounds import LowerBoundOptions, judge_lower_bound, verify_lower_bound
+from dpverify.checks.rates.metrics import get_metric
+from dpverify.core.claims import Verdict
+from dpverify.core.errors import InputError
+from dpverify.core.registry import resolve
+from dpverify.execution.experiment import Experiment
+from dpverify.execution.trials import build_problem, run_target
 
 PAIR = {"lb_side": [1, -1]}
 BOUND = "0.125 * (1 / (n * lb_epsilon))**kappa"

@@ -16,14 +16,8 @@ from hypothesis import strategies as st
 from scipy import integrate, special
 from scipy import stats as sstats
 
-from dpverify.audit.stats import epsilon_from_rates
-from dpverify.checks import CheckSpec, RunContext, run_check
-from dpverify.claims import Verdict
-from dpverify.cli import main
-from dpverify.curator import Curator
-from dpverify.data import Dataset, synthetic_classification
-from dpverify.errors import InputError
-from dpverify.mia import (
+from dpverify.checks.base import CheckSpec, RunContext, run_check
+from dpverify.checks.mia import (
     advantage_ceiling,
     auc_ceiling,
     auc_lower_bound,
@@ -38,6 +32,12 @@ from dpverify.mia import (
     tpr_at_fpr,
     tpr_ceiling,
 )
+from dpverify.cli.app import main
+from dpverify.core.claims import Verdict
+from dpverify.core.curator import Curator
+from dpverify.core.data import Dataset, synthetic_classification
+from dpverify.core.errors import InputError
+from dpverify.stats.audit_bounds import epsilon_from_rates
 
 # Small DP-SGD runs: full batch, so every record's effect reaches the model.
 SMALL = {"n": 100, "T": 10, "q": 1.0}
@@ -170,8 +170,8 @@ def test_every_release_type_is_masked_including_the_exponential_selection() -> N
 
 def test_masked_run_matches_a_run_on_the_trials_dataset() -> None:
     """With the noise shared, trial k of the batched game is the plain run on its dataset."""
-    from dpverify.audit.targets import prepare
-    from dpverify.registry import resolve
+    from dpverify.checks.audit.targets import prepare
+    from dpverify.core.registry import resolve
 
     setup = prepare("noisy_gd:sound", params={"n": 30, "T": 3})
     pool = make_pool(setup.problem.data, size=4, records="data", relation="add_remove",

@@ -27,12 +27,12 @@ from algorithms.paper001.o2nc import o2nc
 from algorithms.paper001.problems import PiecewiseLinearGLM, make_problem
 from algorithms.paper001.single_pass import single_pass_setup
 from algorithms.paper001.tree_mechanism import tree_noise
-from dpverify.checks import CheckSpec, RunContext, run_check
-from dpverify.curator import Curator
-from dpverify.data import Dataset
-from dpverify.execution import build_problem, run_target
-from dpverify.registry import all_algorithms, resolve
-from dpverify.tree import tree_levels
+from dpverify.checks.base import CheckSpec, RunContext, run_check
+from dpverify.core.curator import Curator
+from dpverify.core.data import Dataset
+from dpverify.core.registry import all_algorithms, resolve
+from dpverify.execution.trials import build_problem, run_target
+from dpverify.mechanisms.tree import tree_levels
 
 O2NC = [a for a in ALGORITHMS if a.name.startswith("o2nc")]  # tree_prefix: tests below
 VARIANTS = [(a.name, v) for a in O2NC for v in a.variants]

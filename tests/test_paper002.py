@@ -26,8 +26,8 @@ from algorithms.paper002.common import grad_diff_sum
 from algorithms.paper002.complexity import count_gradients
 from algorithms.paper002.problems import Regularizer, kkt_residual, project_l1_ball
 from algorithms.paper002.svrg import noisy_steps, svrg_schedule
-from dpverify.experiment import Experiment
-from dpverify.registry import all_algorithms
+from dpverify.core.registry import all_algorithms
+from dpverify.execution.experiment import Experiment
 
 # The experiments of App. A (lines 400-405): n = 2e5, delta = 1e-3.
 FIG_N, FIG_DELTA = 200_000, 1e-3
@@ -258,8 +258,8 @@ def test_svrg_step_is_unbiased():
     """Notes 7.3 (eq. 35's premise): one uniformly drawn record's difference plus the
     snapshot gradient has mean grad F(x). 20000 draws, 4.5 standard errors per coordinate."""
     from algorithms.losses import get_loss
-    from dpverify.curator import Curator
-    from dpverify.data import synthetic_regression
+    from dpverify.core.curator import Curator
+    from dpverify.core.data import synthetic_regression
 
     data, _ = synthetic_regression(40, 3, np.random.default_rng(2))
     loss, K = get_loss("huber"), 20000
@@ -349,8 +349,8 @@ def test_svrg_difference_against_the_papers_sensitivity(loss_name, exceeds):
     # bounded by G, line 451). For the Huber loss two records whose directions straddle
     # x - x~ both cross the kink and their terms differ by nearly 4G (above Remark 4.1's 3G).
     from algorithms.losses import get_loss
-    from dpverify.curator import Curator
-    from dpverify.data import Dataset
+    from dpverify.core.curator import Curator
+    from dpverify.core.data import Dataset
 
     s = 0.954
     a, a_prime = np.array([[0.3, s]]), np.array([[0.3, -s]])

@@ -25,12 +25,8 @@ from algorithms.paper003.rgda import (
     paper_updater,
     sound_updater,
 )
-from dpverify.accounting import account_ledger
-from dpverify.curator import Curator
-from dpverify.data import NeighbourPair
-from dpverify.errors import InputError
-from dpverify.execution import build_problem, run_target
-from dpverify.rates.sosp import (
+from dpverify.accounting.accountant import account_ledger
+from dpverify.checks.rates.sosp import (
     grad_norm_phi,
     inner_argmax,
     min_eig_phi,
@@ -39,8 +35,12 @@ from dpverify.rates.sosp import (
     phi_hessian,
     sosp_alpha,
 )
-from dpverify.registry import resolve
-from dpverify.sensitivity import ledger_excess
+from dpverify.checks.sensitivity import ledger_excess
+from dpverify.core.curator import Curator
+from dpverify.core.data import NeighbourPair
+from dpverify.core.errors import InputError
+from dpverify.core.registry import resolve
+from dpverify.execution.trials import build_problem, run_target
 
 TARGETS = [f"{a.name}:{v}" for a in ALGORITHMS for v in a.variants]
 SOUND = [f"{a.name}:{v.name}" for a in ALGORITHMS for v in a.variants.values()
@@ -135,7 +135,7 @@ def test_single_pass_reads_each_record_once_and_accounts_in_parallel():
     every record instead would cost far more."""
     import dp_accounting as dpa
 
-    from dpverify.accounting import epsilon_of_event
+    from dpverify.accounting.accountant import epsilon_of_event
 
     _, cur, _, p = _run("dp_rgda:sound_population", trials=3)
     masks = [r.touched for r in cur.ledger]
@@ -168,7 +168,7 @@ def test_single_pass_offset_puts_a_record_in_another_release():
 
 def test_single_pass_refuses_a_schedule_beyond_n():
     """(T/q) S1 + T K S2 <= n (line 762) is checked before anything is released."""
-    from dpverify.errors import InputError
+    from dpverify.core.errors import InputError
 
     for target in ("dp_rgda:sound_population", "dp_rgda:paper_population"):
         with pytest.raises(InputError, match="single pass"):
@@ -225,7 +225,7 @@ def test_definition3_sigma_is_not_epsilon_delta_dp():
     import dp_accounting as dpa
 
     from algorithms.paper003.common import def3_sigma
-    from dpverify.accounting import epsilon_of_event
+    from dpverify.accounting.accountant import epsilon_of_event
 
     z = def3_sigma(1.0, 1.0, 1e-5)
     assert epsilon_of_event(dpa.GaussianDpEvent(z), 1e-5) > 1.05

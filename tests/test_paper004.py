@@ -13,12 +13,12 @@ from algorithms.paper004 import ALGORITHMS
 from algorithms.paper004.common import constants, mean_sensitivity
 from algorithms.paper004.prox import inner_steps, outer_rounds
 from algorithms.paper004.spider import sound_noise_factor, spider_schedule
-from dpverify.accounting import zcdp_of_ledger
-from dpverify.data import NeighbourPair
-from dpverify.errors import InputError
-from dpverify.execution import build_problem, run_target
-from dpverify.filters import filters_of
-from dpverify.registry import resolve
+from dpverify.accounting.accountant import zcdp_of_ledger
+from dpverify.core.data import NeighbourPair
+from dpverify.core.errors import InputError
+from dpverify.core.registry import resolve
+from dpverify.execution.trials import build_problem, run_target
+from dpverify.mechanisms.filters import filters_of
 
 TARGETS = [f"{a.name}:{v}" for a in ALGORITHMS for v in a.variants]
 
@@ -183,7 +183,7 @@ def test_theorem_1_bound_and_lemmas_2_and_9_hold_at_the_papers_constants(monkeyp
     Each holds with probability >= 1 - beta = 0.9 per run; with 8 runs (fixed seed) we ask
     all three in at least 5, which a 0.9 rate misses with probability 0.005."""
     import algorithms.paper004.spider as spider
-    from dpverify.curator import Curator
+    from dpverify.core.curator import Curator
 
     noise: list[tuple[int, np.ndarray]] = []  # (round, answer - exact value) per release
     real_gaussian = Curator.gaussian
@@ -292,7 +292,7 @@ def _adaptive_steps(variant: str, params: dict, trials: int):
     norms = [r for r in cur.ledger.records if r.release.name == "grad_norm"]
     grads = [r for r in cur.ledger.records if r.release.name == "grad"]
     N = np.stack([r.answer[:, 0] for r in norms], axis=1)
-    # Per-trial noise is released normalised (dpverify.filters.gaussian_per_trial): the
+    # Per-trial noise is released normalised (dpverify.mechanisms.filters.gaussian_per_trial): the
     # declared sensitivity is Delta / min sigma, and each trial's answer scale its own.
     active = np.stack([np.any(r.value_D != 0, axis=1) for r in norms], axis=1)
     return N, active, grads, problem, p

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpverify.checks import CheckSpec, RunContext, run_check
-from dpverify.claims import Verdict
-from dpverify.errors import InputError
-from dpverify.experiment import Experiment
-from dpverify.protocols import ProtocolOptions, compare, run_protocol
+from dpverify.checks.base import CheckSpec, RunContext, run_check
+from dpverify.checks.protocols import ProtocolOptions, compare, run_protocol
+from dpverify.core.claims import Verdict
+from dpverify.core.errors import InputError
+from dpverify.execution.experiment import Experiment
 
 GD = {"T": 10, "n": 40}
 

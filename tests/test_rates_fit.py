@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpverify.claims import Verdict
-from dpverify.errors import InputError
-from dpverify.rates import Theory, evaluate, fit_rate, offset_fits, power_slopes
+from dpverify.checks.rates import Theory, evaluate, fit_rate, offset_fits, power_slopes
+from dpverify.core.claims import Verdict
+from dpverify.core.errors import InputError
 
 P_TRUE = -2.0 / 3.0
 N_GRID = 2.0 ** np.arange(8, 15)  # 7 log2-spaced points over 64x, as the anchors recommend

@@ -7,16 +7,16 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from dpverify.checks import CheckSpec, RunContext, run_check
-from dpverify.claims import Verdict
-from dpverify.cli import main
-from dpverify.errors import InputError
-from dpverify.rates import run_sweep, verify_rates
-from dpverify.rates.fit import FitSettings, fit_rate
-from dpverify.rates.grids import Sweep, trivial_output
-from dpverify.rates.theory import Theory
-from dpverify.rates.verify import fit_sweep, window_reasons
-from dpverify.registry import resolve
+from dpverify.checks.base import CheckSpec, RunContext, run_check
+from dpverify.checks.rates import run_sweep, verify_rates
+from dpverify.checks.rates.grids import Sweep, trivial_output
+from dpverify.checks.rates.theory import Theory
+from dpverify.checks.rates.verify import fit_sweep, window_reasons
+from dpverify.cli.app import main
+from dpverify.core.claims import Verdict
+from dpverify.core.errors import InputError
+from dpverify.core.registry import resolve
+from dpverify.stats.rate_fit import FitSettings, fit_rate
 
 N_VALUES = [200, 400, 800]
 GD = {"T": 20}

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpverify.cli import main
+from dpverify.cli.app import main
 from dpverify.report import html as report_html
 from dpverify.report import plots
 from dpverify.report import writer as report_writer
@@ -509,10 +509,10 @@ def test_one_check_id_in_two_suites_keeps_the_page_ids_unique(rep):
 
 def test_descriptions_come_from_the_specs_not_the_suite_files(tmp_path):
     """The writer reads no suite file: one id in two suites keeps each suite's words."""
-    from dpverify.checks import CheckResult, CheckSpec, Outcome
-    from dpverify.claims import Verdict
+    from dpverify.checks.base import CheckResult, CheckSpec, Outcome
+    from dpverify.cli.suites import Suite, SuiteRun
+    from dpverify.core.claims import Verdict
     from dpverify.report.writer import report_dict
-    from dpverify.suites import Suite, SuiteRun
 
     specs = [CheckSpec("a", "account", "noisy_gd:sound", source=f"{p}:3", description=d)
              for p, d in ((tmp_path / "gone1.toml", "first"), (tmp_path / "gone2.toml", ""))]
@@ -707,8 +707,8 @@ def test_the_paper_report_page_is_light_with_unique_ids(papers_page):
 def test_rate_verdicts_say_whose_claim_they_refute_and_why_they_cannot_decide(tmp_path):
     """A sound variant's rate FAIL refutes a named theorem's rate; the page never pairs
     "a FAIL would be a bug" with "FAIL as expected" on a rate."""
-    from dpverify.checks import CheckSpec, RunContext, run_check
-    from dpverify.claims import Verdict
+    from dpverify.checks.base import CheckSpec, RunContext, run_check
+    from dpverify.core.claims import Verdict
     from dpverify.report.markdown import DISCLAIMER
     from dpverify.report.paper import rate_cell, verdict_words
 

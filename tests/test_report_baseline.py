@@ -13,11 +13,11 @@ import json
 import numpy as np
 import pytest
 
-from dpverify.audit.stats import epsilon_from_rates, epsilon_lower_bound
-from dpverify.checks import RunContext
-from dpverify.cli import main
+from dpverify.checks.base import RunContext
+from dpverify.cli.app import main
+from dpverify.cli.suites import load_suite, run_suites
 from dpverify.report.writer import compare_baseline, epsilon_lower_interval, report_dict
-from dpverify.suites import load_suite, run_suites
+from dpverify.stats.audit_bounds import epsilon_from_rates, epsilon_lower_bound
 
 SUITE = """
 [suite]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dpverify.claims import RegisterEntry
+from dpverify.core.claims import RegisterEntry
 from dpverify.report.html import render_html
 from dpverify.report.markdown import render_markdown
 from dpverify.report.paper import build_document

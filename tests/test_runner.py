@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from dpverify.checks import CheckSpec, RunContext
-from dpverify.cli import main
-from dpverify.errors import InputError
-from dpverify.runner import run_checks
+from dpverify.checks.base import CheckSpec, RunContext
+from dpverify.checks.runner import run_checks
+from dpverify.cli.app import main
+from dpverify.core.errors import InputError
 
 SUITE = """
 [suite]

@@ -1,4 +1,4 @@
-"""Tests of the sensitivity checker (dpverify.sensitivity).
+"""Tests of the sensitivity checker (dpverify.checks.sensitivity).
 
 Every check here is deterministic: fixed root seeds, a derandomized hypothesis search, and
 verdicts that depend on exact replayed differences, not on sampled statistics. The planted
@@ -18,14 +18,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import dpverify.cli as cli
-from dpverify.checks import CheckSpec, RunContext, run_check
-from dpverify.claims import Verdict
-from dpverify.curator import Curator
-from dpverify.data import Dataset, NeighbourPair
-from dpverify.errors import InputError
-from dpverify.registry import Target
-from dpverify.sensitivity import GENERATORS, check_sensitivity, ledger_excess, user_target
+import dpverify.cli.app as cli
+from dpverify.checks.base import CheckSpec, RunContext, run_check
+from dpverify.checks.sensitivity import GENERATORS, check_sensitivity, ledger_excess, user_target
+from dpverify.core.claims import Verdict
+from dpverify.core.curator import Curator
+from dpverify.core.data import Dataset, NeighbourPair
+from dpverify.core.errors import InputError
+from dpverify.core.registry import Target
 
 SMALL = {"T": 5, "n": 100}
 SGD_SMALL = {"T": 5, "n": 200, "q": 0.1}
@@ -302,7 +302,7 @@ def test_unknown_check_option_is_input_error():
 def test_report_is_json_ready():
     rep = check_sensitivity("noisy_gd:planted_nan_passes", SMALL, search="canaries",
                             neighbours=["nonfinite"], random_pairs=0)
-    from dpverify.checks import jsonable
+    from dpverify.checks.base import jsonable
 
     text = json.dumps(jsonable(rep.to_dict()))
     assert '"nan"' in text and "counterexample" in text

@@ -13,11 +13,11 @@ import cloudpickle
 import numpy as np
 import pytest
 
-from dpverify import shipping
-from dpverify.checks import CheckSpec, RunContext
-from dpverify.errors import InputError
-from dpverify.registry import load_callable
-from dpverify.runner import run_checks
+from dpverify.checks.base import CheckSpec, RunContext
+from dpverify.checks.runner import run_checks
+from dpverify.core.errors import InputError
+from dpverify.core.registry import load_callable
+from dpverify.execution import shipping
 
 
 def _module(folder: Path, stem: str, text: str) -> str:
@@ -73,7 +73,7 @@ def test_a_local_module_and_what_it_imports_travel_by_value(user_folder: Path) -
 
 
 def test_installed_packages_go_by_reference() -> None:
-    from dpverify.registry import resolve
+    from dpverify.core.registry import resolve
 
     assert len(shipping.dumps(resolve)) < 200  # a name to import, not the code
     assert shipping.loads(shipping.dumps(np.mean)) is np.mean

@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpverify.checks import RunContext, run_check
-from dpverify.claims import Verdict
-from dpverify.rates import get_metric
-from dpverify.rates.theory import Theory
-from dpverify.registry import resolve
-from dpverify.suites import load_suite, scaled
+from dpverify.checks.base import RunContext, run_check
+from dpverify.checks.rates import get_metric
+from dpverify.checks.rates.theory import Theory
+from dpverify.cli.suites import load_suite, scaled
+from dpverify.core.claims import Verdict
+from dpverify.core.registry import resolve
 
 SUITES = Path(__file__).resolve().parents[1] / "suites" / "papers"
 PAPERS = {"000": ("dp_double_spider", "dp_recursive_spider", "dp_sgd_dro"),

@@ -12,12 +12,12 @@ import pytest
 import tomllib
 
 from algorithms.paper001 import ALGORITHMS, REGISTER
-from dpverify.claims import Verdict
-from dpverify.conformance import battery_specs
-from dpverify.rates.theory import Theory, evaluate
-from dpverify.rates.verify import resolve_theory
-from dpverify.registry import resolve
-from dpverify.suites import load_suite
+from dpverify.checks.conformance import battery_specs
+from dpverify.checks.rates.theory import Theory, evaluate
+from dpverify.checks.rates.verify import resolve_theory
+from dpverify.cli.suites import load_suite
+from dpverify.core.claims import Verdict
+from dpverify.core.registry import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "suites" / "papers" / "001.toml"

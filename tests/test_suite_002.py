@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from algorithms.paper002 import ALGORITHMS, REGISTER
-from dpverify.suites import load_suite
+from dpverify.cli.suites import load_suite
 
 SUITE = Path(__file__).resolve().parents[1] / "suites" / "papers" / "002.toml"
 BATTERY_KINDS = {"account", "sensitivity", "audit", "agree", "outputs", "setting",
@@ -40,7 +40,7 @@ def test_suite_holds_what_the_battery_does_not(suite):
 def test_every_utility_claim_evaluates_at_its_variants_parameters():
     # Rate checks evaluate a claim's regime and log factors as expressions in the grid
     # parameters; prose there stops every rate check.
-    from dpverify.rates.theory import Theory
+    from dpverify.checks.rates.theory import Theory
 
     for algo in ALGORITHMS:
         for name, variant in algo.variants.items():

@@ -19,12 +19,12 @@ import tomllib
 
 from algorithms.paper004 import ALGORITHMS, REGISTER
 from algorithms.paper004.canaries import opposed_n100_d5
-from dpverify.audit import audit
-from dpverify.claims import Verdict
-from dpverify.conformance import check_targets
-from dpverify.execution import build_problem
-from dpverify.registry import resolve
-from dpverify.suites import load_suite
+from dpverify.checks.audit import audit
+from dpverify.checks.conformance import check_targets
+from dpverify.cli.suites import load_suite
+from dpverify.core.claims import Verdict
+from dpverify.core.registry import resolve
+from dpverify.execution.trials import build_problem
 
 SUITE = Path(__file__).resolve().parents[1] / "suites" / "papers" / "004.toml"
 TESTS = Path(__file__).resolve().parent
@@ -143,7 +143,7 @@ def test_declared_exponents_of_the_rate_checks_follow_kappa():
 def test_main_term_check_of_theorem_4_lies_in_its_regime_at_every_grid_point():
     """Theorem 4's main term dominates only where d >= (n sqrt(rho))^(kappa/2); the check
     that claims to test it must sit there at every n, not only on average."""
-    from dpverify.rates.theory import Theory
+    from dpverify.checks.rates.theory import Theory
 
     (c,) = [c for c in _checks() if c["id"].endswith("rate.n.main")]
     t = resolve(c["target"])

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from dpverify.checks import CheckSpec, RunContext
-from dpverify.claims import Verdict
-from dpverify.cli import main as cli_main
-from dpverify.errors import InputError
-from dpverify.registry import all_algorithms
-from dpverify.suites import discover, load_suite, run_suites, scaled
+from dpverify.checks.base import CheckSpec, RunContext
+from dpverify.cli.app import main as cli_main
+from dpverify.cli.suites import discover, load_suite, run_suites, scaled
+from dpverify.core.claims import Verdict
+from dpverify.core.errors import InputError
+from dpverify.core.registry import all_algorithms
 
 GOOD = """
 [suite]
@@ -445,7 +445,7 @@ def test_every_shipped_suite_loads():
     """Every suite in suites/ validates: a typo there would break `dpverify run` for users."""
     from pathlib import Path
 
-    from dpverify.suites import discover, load_suite
+    from dpverify.cli.suites import discover, load_suite
 
     root = Path(__file__).resolve().parents[1] / "suites"
     loaded = [load_suite(p) for p in discover([root])]
@@ -453,7 +453,7 @@ def test_every_shipped_suite_loads():
 
 
 def test_check_options_may_ask_for_both_relations(tmp_path):
-    from dpverify.suites import load_suite
+    from dpverify.cli.suites import load_suite
 
     p = tmp_path / "s.toml"
     p.write_text('[[check]]\nid = "a"\nkind = "sensitivity"\ntarget = "noisy_gd:sound"\n'

@@ -12,11 +12,11 @@ from scipy import stats
 torch = pytest.importorskip("torch")
 
 from algorithms.losses import LOSSES, Huber, SmoothedHinge  # noqa: E402
-from dpverify.backends import get_backend  # noqa: E402
-from dpverify.backends.torch_backend import TorchBackend  # noqa: E402
-from dpverify.curator import Curator  # noqa: E402
-from dpverify.data import Dataset  # noqa: E402
-from dpverify.errors import InputError  # noqa: E402
+from dpverify.core.backends import get_backend  # noqa: E402
+from dpverify.core.backends.torch_backend import TorchBackend  # noqa: E402
+from dpverify.core.curator import Curator  # noqa: E402
+from dpverify.core.data import Dataset  # noqa: E402
+from dpverify.core.errors import InputError  # noqa: E402
 
 pytestmark = pytest.mark.torch
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

@@ -22,9 +22,9 @@ from scipy import stats  # noqa: E402
 from torch.utils.data import TensorDataset  # noqa: E402
 
 import dpverify.torch as dpt  # noqa: E402
-from dpverify.accounting import epsilon_of_event  # noqa: E402
-from dpverify.audit.whitebox import transcript_privacy_loss  # noqa: E402
-from dpverify.errors import InputError  # noqa: E402
+from dpverify.accounting.accountant import epsilon_of_event  # noqa: E402
+from dpverify.checks.audit.whitebox import transcript_privacy_loss  # noqa: E402
+from dpverify.core.errors import InputError  # noqa: E402
 from dpverify.torch.audit import recorded_run  # noqa: E402
 from dpverify.torch.simulate import check_fidelity, simulate  # noqa: E402
 

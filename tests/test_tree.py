@@ -11,11 +11,11 @@ import pytest
 import scipy.stats
 from dp_accounting.rdp import RdpAccountant
 
-from dpverify.accounting import account_ledger, ledger_events
-from dpverify.curator import Curator
-from dpverify.data import Dataset, NeighbourPair
-from dpverify.errors import InputError
-from dpverify.tree import (
+from dpverify.accounting.accountant import account_ledger, ledger_events
+from dpverify.core.curator import Curator
+from dpverify.core.data import Dataset, NeighbourPair
+from dpverify.core.errors import InputError
+from dpverify.mechanisms.tree import (
     TreeAggregator,
     dyadic_nodes,
     paper_nodes,

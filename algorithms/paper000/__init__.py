@@ -27,8 +27,8 @@ from algorithms.paper000.double_spider import double_spider
 from algorithms.paper000.dp_sgd import dp_sgd_dual
 from algorithms.paper000.problems import make_compositional_problem, make_dual_problem
 from algorithms.paper000.recursive_spider import recursive_spider
-from dpverify.claims import Finding, UtilityClaim
-from dpverify.registry import Algorithm, Battery, CheckConfig, Variant
+from dpverify.core.claims import Finding, UtilityClaim
+from dpverify.core.registry import Algorithm, Battery, CheckConfig, Variant
 
 __all__ = ["ALGORITHMS", "DP_DOUBLE_SPIDER", "DP_RECURSIVE_SPIDER", "DP_SGD_DRO",
            "DEFINITION_3_FINDING", "MIA_FINDING", "REGISTER"]

@@ -1,6 +1,6 @@
 """The conformance battery's settings for paper 000's algorithms.
 
-Every check of :mod:`dpverify.conformance` runs on each variant at these sizes. Privacy
+Every check of :mod:`dpverify.checks.conformance` runs on each variant at these sizes. Privacy
 checks run at small n (every n must be private; the findings do not depend on it), the
 account checks at n = 500 (a ledger costs nothing to account). The audits use small clip
 thresholds and full batches where the sound variant is a control: the canary then reaches
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpverify.registry import CheckConfig
+from dpverify.core.registry import CheckConfig
 
 # The canaries of the sensitivity replay (fresh direction, clip boundary, outlier,
 # non-finite, random, opposed) suffice for the findings; the hypothesis search runs at the

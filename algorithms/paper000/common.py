@@ -16,7 +16,8 @@ Noise rules:
   the proofs claim per line; c = 1.96 at (1, 1e-3).
 * ``sound`` variants give every release one noise multiplier z (noise = z * declared
   replace-one sensitivity), calibrated by the PLD accountant for the composition of all
-  their streams, built from the same events :func:`dpverify.accounting.release_event` makes
+  their streams, built from the same events
+  :func:`dpverify.accounting.accountant.release_event` makes
   of the ledger.
 
 Releases whose clip threshold follows the iterates (the increments of Algorithms 2 and 3)
@@ -41,10 +42,10 @@ import numpy as np
 from dp_accounting.pld import PLDAccountant
 
 from algorithms.paper000.divergences import safe_log
-from dpverify.accounting import calibrate_gaussian, release_event
-from dpverify.claims import PrivacyClaim
-from dpverify.curator import Batch, Curator, Release
-from dpverify.errors import InputError, check_delta, check_epsilon
+from dpverify.accounting.accountant import calibrate_gaussian, release_event
+from dpverify.core.claims import PrivacyClaim
+from dpverify.core.curator import Batch, Curator, Release
+from dpverify.core.errors import InputError, check_delta, check_epsilon
 
 PAPER = "paper 000 (Xu, Ding, Ma, Xie, Tao, Slaitane, Wang: DP non-convex DRO)"
 RELATION = "replace_one"
@@ -207,7 +208,7 @@ def release(cur: Curator, name: str, query: Callable[[Any, Any, Any], Any], *,
 
     Examples
     --------
-    >>> from dpverify.data import Dataset
+    >>> from dpverify.core.data import Dataset
     >>> cur = Curator(Dataset(np.ones((2, 1)), np.ones(2)), trials=2, rng=0)
     >>> s = cur.backend.asarray(np.array([1.0, 10.0]))
     >>> release(cur, "q", lambda X, y, w: w @ X, sensitivity=1.0, noise=0.0, scale=s).tolist()
@@ -234,7 +235,7 @@ def sampled_batch(cur: Curator, size: int, *, sound: bool) -> Batch:
 
     Examples
     --------
-    >>> from dpverify.data import Dataset
+    >>> from dpverify.core.data import Dataset
     >>> cur = Curator(Dataset(np.ones((10, 1)), np.ones(10)), rng=0)
     >>> sampled_batch(cur, 3, sound=True).scheme, sampled_batch(cur, 3, sound=False).size
     ('poisson', 3)
@@ -362,8 +363,8 @@ def glm_terms(cur: Curator, setting: Any, W: Any, X: Any, y: Any) -> tuple[Any, 
     Examples
     --------
     >>> from algorithms.losses import get_loss
-    >>> from dpverify.data import Dataset
-    >>> from dpverify.registry import Problem
+    >>> from dpverify.core.data import Dataset
+    >>> from dpverify.core.registry import Problem
     >>> D = Dataset(np.ones((2, 1)), np.ones(2))
     >>> s = Problem(D, loss=get_loss("sigmoid")).setting()
     >>> l, dl = glm_terms(Curator(D), s, np.zeros((1, 1)), D.X, D.y)
@@ -385,7 +386,7 @@ class RandomIterate:
 
     Examples
     --------
-    >>> from dpverify.data import Dataset
+    >>> from dpverify.core.data import Dataset
     >>> cur = Curator(Dataset(np.ones((2, 1)), np.ones(2)), trials=3, rng=0)
     >>> it = RandomIterate(cur, 4, np.zeros((3, 1)))
     >>> for t in range(1, 5):

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.errors import InputError
+from dpverify.core.errors import InputError
 
 
 def safe_log(xp: Any, a: Any) -> Any:

@@ -48,9 +48,9 @@ from algorithms.paper000.common import (
     sampled_batch,
 )
 from algorithms.paper000.divergences import get_divergence
-from dpverify.curator import Curator
-from dpverify.errors import InputError
-from dpverify.registry import Setting
+from dpverify.core.curator import Curator
+from dpverify.core.errors import InputError
+from dpverify.core.registry import Setting
 
 
 def divergence_of(p: Mapping[str, Any]) -> Any:
@@ -245,8 +245,8 @@ def double_spider(*, sound: bool):
 
     Examples
     --------
-    >>> from dpverify.registry import resolve
-    >>> from dpverify.execution import build_problem
+    >>> from dpverify.core.registry import resolve
+    >>> from dpverify.execution.trials import build_problem
     >>> t = resolve("dp_double_spider:paper"); p = t.algorithm.params("paper", {"epochs": 1})
     >>> cur = Curator(build_problem(t, p, 0).data, trials=2, rng=0)
     >>> double_spider(sound=False)(cur, build_problem(t, p, 0).setting(), p).shape, len(cur.ledger)

@@ -34,8 +34,8 @@ from algorithms.paper000.common import (
 )
 from algorithms.paper000.divergences import safe_log
 from algorithms.paper000.double_spider import divergence_of
-from dpverify.curator import Curator
-from dpverify.registry import Setting
+from dpverify.core.curator import Curator
+from dpverify.core.registry import Setting
 
 
 def joint_grad_query(cur: Curator, setting: Setting, div: Any, G: float, lam: float,
@@ -84,8 +84,8 @@ def dp_sgd_dual(*, sound: bool):
 
     Examples
     --------
-    >>> from dpverify.registry import resolve
-    >>> from dpverify.execution import build_problem
+    >>> from dpverify.core.registry import resolve
+    >>> from dpverify.execution.trials import build_problem
     >>> t = resolve("dp_sgd_dro:paper"); p = t.algorithm.params("paper", {"T": 3})
     >>> cur = Curator(build_problem(t, p, 0).data, trials=2, rng=0)
     >>> dp_sgd_dual(sound=False)(cur, build_problem(t, p, 0).setting(), p).shape

@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.data import Dataset
-from dpverify.errors import InputError
-from dpverify.rates import register_metric
-from dpverify.registry import Problem
+from dpverify.checks.rates import register_metric
+from dpverify.core.data import Dataset
+from dpverify.core.errors import InputError
+from dpverify.core.registry import Problem
 
 __all__ = ["DATASETS", "auc", "digits_st", "holdout_set", "balanced_split"]
 

@@ -33,9 +33,9 @@ import scipy.special
 
 from algorithms.losses import get_loss
 from algorithms.paper000.divergences import get_divergence
-from dpverify.data import Dataset
-from dpverify.errors import InputError
-from dpverify.registry import Problem
+from dpverify.core.data import Dataset
+from dpverify.core.errors import InputError
+from dpverify.core.registry import Problem
 
 
 def _np_xp() -> Any:

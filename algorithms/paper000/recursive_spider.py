@@ -56,8 +56,8 @@ from algorithms.paper000.common import (
     sampled_batch,
 )
 from algorithms.paper000.divergences import safe_log
-from dpverify.curator import Curator
-from dpverify.registry import Setting
+from dpverify.core.curator import Curator
+from dpverify.core.registry import Setting
 
 
 def theorem8_schedule(p: Mapping[str, Any], setting: Setting, n: int,
@@ -211,8 +211,8 @@ def recursive_spider(*, sound: bool):
 
     Examples
     --------
-    >>> from dpverify.registry import resolve
-    >>> from dpverify.execution import build_problem
+    >>> from dpverify.core.registry import resolve
+    >>> from dpverify.execution.trials import build_problem
     >>> t = resolve("dp_recursive_spider:paper")
     >>> p = t.algorithm.params("paper", {"T": 4, "q": 2})
     >>> cur = Curator(build_problem(t, p, 0).data, trials=2, rng=0)

@@ -14,7 +14,7 @@ Line numbers refer to the paper's text file ``000_19c6c01a3df67cbf.txt``.
 
 from __future__ import annotations
 
-from dpverify.claims import RegisterEntry as E
+from dpverify.core.claims import RegisterEntry as E
 
 __all__ = ["REGISTER"]
 

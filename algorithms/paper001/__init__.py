@@ -17,8 +17,8 @@ estimates projected onto balls, noise calibrated by the accountant):
 ``REGISTER`` (:mod:`algorithms.paper001.register`) is the paper's claims register; the
 battery's declarations are in :mod:`algorithms.paper001.battery`.
 
-The tree mechanism (Algorithm 1) is the curator primitive :mod:`dpverify.tree`; the
-Goldstein stationarity metric is :mod:`dpverify.rates.goldstein`.
+The tree mechanism (Algorithm 1) is the curator primitive :mod:`dpverify.mechanisms.tree`; the
+Goldstein stationarity metric is :mod:`dpverify.checks.rates.goldstein`.
 """
 
 from algorithms.paper001 import generalization  # noqa: F401  (registers its metric)

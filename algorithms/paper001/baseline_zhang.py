@@ -50,10 +50,10 @@ from algorithms.paper001 import settings as st
 from algorithms.paper001.o2nc import o2nc
 from algorithms.paper001.problems import make_problem
 from algorithms.paper001.single_pass import _DEFAULTS, SinglePassOracle
-from dpverify.claims import UtilityClaim
-from dpverify.curator import Curator
-from dpverify.registry import Algorithm, Setting, Variant
-from dpverify.tree import tree_levels
+from dpverify.core.claims import UtilityClaim
+from dpverify.core.curator import Curator
+from dpverify.core.registry import Algorithm, Setting, Variant
+from dpverify.mechanisms.tree import tree_levels
 
 SOURCE = ("Zhang, Tran, Cutkosky, Private zeroth-order nonsmooth nonconvex optimization, "
           "ICLR 2024 (arXiv 2406.19579), as described in paper 001 (eq. (1), (4), (5), "

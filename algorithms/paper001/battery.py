@@ -1,7 +1,7 @@
 """Conformance-battery declarations of paper 001's algorithms: test sizes and check settings.
 
 Every variant claims (epsilon, delta) = (1, 1e-5) under replace-one neighbours. The
-battery (:mod:`dpverify.conformance`) derives each check's expectation from the variant's
+battery (:mod:`dpverify.checks.conformance`) derives each check's expectation from the variant's
 findings; what is declared here is where and how each check runs.
 
 Sizes. Replaying checks run at pinned sizes (single pass: n = 200, d = 3, m capped at 64;
@@ -23,7 +23,7 @@ output carries the canary's whole effect.
 
 from __future__ import annotations
 
-from dpverify.registry import Battery, CheckConfig
+from dpverify.core.registry import Battery, CheckConfig
 
 _PAIRS = "algorithms.paper001.canaries:"
 #: Unit-norm canaries: inside Assumption 2.2 (every loss 1-Lipschitz).

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpverify.data import Dataset
+from dpverify.core.data import Dataset
 
 #: Label of the canary record: f = <u, x> + CANARY_OFFSET where the runs go.
 CANARY_OFFSET = 10.0

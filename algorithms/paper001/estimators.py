@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.curator import Curator, Query
+from dpverify.core.curator import Curator, Query
 
 # Elements of one (trials, records, m, d) block of directions: bounds the memory of a query.
 _BLOCK_ELEMENTS = 1 << 21
@@ -35,7 +35,7 @@ class Directions:
     Examples
     --------
     >>> dirs = Directions(seed=1, trials=2, m=3, d=4, kind="sphere")
-    >>> from dpverify.backends import get_backend
+    >>> from dpverify.core.backends import get_backend
     >>> Y = dirs.block(get_backend("numpy"), 0, 5, 5)
     >>> Y.shape, bool(np.allclose(np.linalg.norm(Y, axis=-1), 1.0))
     ((2, 5, 3, 4), True)
@@ -82,7 +82,7 @@ def draw_directions(cur: Curator, m: int, *, kind: str, radius: float = 1.0) -> 
 
     Examples
     --------
-    >>> from dpverify.data import Dataset
+    >>> from dpverify.core.data import Dataset
     >>> cur = Curator(Dataset(np.ones((3, 2)), np.zeros(3)), trials=4, rng=0)
     >>> draw_directions(cur, 5, kind="ball", radius=0.1).trials
     4
@@ -189,7 +189,7 @@ def record_query(cur: Curator, spec: EstimatorSpec, positions: np.ndarray | None
 
     Examples
     --------
-    >>> from dpverify.data import Dataset
+    >>> from dpverify.core.data import Dataset
     >>> from algorithms.paper001.problems import PiecewiseLinearGLM
     >>> cur = Curator(Dataset(np.eye(2), np.zeros(2)), trials=1, rng=0)
     >>> spec = EstimatorSpec(PiecewiseLinearGLM("relu"), 0.1, zero_order=False)

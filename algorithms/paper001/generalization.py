@@ -33,10 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.data import Dataset
-from dpverify.errors import InputError
-from dpverify.rates.metrics import register_metric
-from dpverify.registry import Problem
+from dpverify.checks.rates.metrics import register_metric
+from dpverify.core.data import Dataset
+from dpverify.core.errors import InputError
+from dpverify.core.registry import Problem
 
 #: Points of the ball per output at which F^D's slope is read (chunked, NumPy).
 GAP_SAMPLES = 1 << 18

@@ -31,9 +31,9 @@ from algorithms.paper001.estimators import EstimatorSpec, draw_directions, recor
 from algorithms.paper001.o2nc import o2nc
 from algorithms.paper001.problems import make_problem
 from algorithms.paper001.single_pass import _PERIOD_START
-from dpverify.claims import Finding, UtilityClaim
-from dpverify.curator import Curator
-from dpverify.registry import Algorithm, RunFn, Setting, Variant
+from dpverify.core.claims import Finding, UtilityClaim
+from dpverify.core.curator import Curator
+from dpverify.core.registry import Algorithm, RunFn, Setting, Variant
 
 
 class MultiPassOracle:

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.curator import Curator
-from dpverify.errors import InputError
+from dpverify.core.curator import Curator
+from dpverify.core.errors import InputError
 
 Oracle = Callable[[Any, int], Any]  # oracle(z_t, t) -> noisy gradient estimate (trials, d)
 
@@ -26,7 +26,7 @@ def o2nc(cur: Curator, oracle: Oracle, *, x0: np.ndarray, D: float, eta: float, 
 
     Examples
     --------
-    >>> from dpverify.data import Dataset
+    >>> from dpverify.core.data import Dataset
     >>> cur = Curator(Dataset(np.ones((2, 2)), np.zeros(2)), trials=3, rng=0)
     >>> x = o2nc(cur, lambda z, t: z - 1.0, x0=np.zeros(2), D=0.1, eta=1.0, M=5, T=50)
     >>> x.shape, bool(np.all(np.linalg.norm(x, axis=1) <= 0.1 * 50))  # x_out in B(x0, D T)

@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.data import Dataset
-from dpverify.errors import InputError
-from dpverify.registry import Problem
+from dpverify.core.data import Dataset
+from dpverify.core.errors import InputError
+from dpverify.core.registry import Problem
 
 PROBLEMS = ("amplitude", "capped", "relu", "dc", "absolute")
 
@@ -55,7 +55,7 @@ class PiecewiseLinearGLM:
     """f(x; (a, b)) = phi(<a, x>, b) with phi piecewise linear in the margin, slopes in [-1, 1].
 
     ``kinks(b)`` lists, per record, margins where phi may change slope (a superset is fine):
-    the exact Goldstein lower bound of :mod:`dpverify.rates.goldstein` uses them.
+    the exact Goldstein lower bound of :mod:`dpverify.checks.rates.goldstein` uses them.
 
     Examples
     --------

@@ -9,7 +9,7 @@ papers/001_548f585b1b1c03fc.txt.
 
 from __future__ import annotations
 
-from dpverify.claims import RegisterEntry
+from dpverify.core.claims import RegisterEntry
 
 _T = "test:tests/test_paper001.py::"
 _TREE_T = "test:tests/test_tree.py::"
@@ -353,7 +353,7 @@ REGISTER: tuple[RegisterEntry, ...] = (
         untestable=(
             "Needs exact Goldstein sets of h_alpha, the smoothed loss, whose gradient has no "
             "closed form beyond a single GLM record (an integral over the ball); the "
-            "certified bounds of dpverify.rates.goldstein cover h itself, so a comparison "
+            "certified bounds of dpverify.checks.rates.goldstein cover h itself, so a comparison "
             "would set a sampled upper bound against a sampled upper bound, which decides "
             "nothing.")),
     RegisterEntry(

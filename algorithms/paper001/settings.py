@@ -16,10 +16,10 @@ from typing import Any
 
 from scipy.special import gammaln
 
-from dpverify.accounting import calibrate_gaussian
-from dpverify.claims import PrivacyClaim
-from dpverify.errors import InputError
-from dpverify.tree import tree_levels, tree_noise_std
+from dpverify.accounting.accountant import calibrate_gaussian
+from dpverify.core.claims import PrivacyClaim
+from dpverify.core.errors import InputError
+from dpverify.mechanisms.tree import tree_levels, tree_noise_std
 
 SOURCE = ("Kornowski, Liu, Talwar, Improved sample complexity for private nonsmooth "
           "nonconvex optimization (paper 001)")
@@ -211,7 +211,7 @@ def sound_tree_noise(R1: float, R2: float, s: SinglePassSchedule, eps: float,
     """(s1, s2, sigma): replace-one sensitivities 2 R1 / B1 and 2 R2 / B2, calibrated noise.
 
     The noise is calibrated for the worst record of a period's tree, whose first leaf has
-    sensitivity s1 and the others s2 (:func:`dpverify.tree.tree_noise_std`).
+    sensitivity s1 and the others s2 (:func:`dpverify.mechanisms.tree.tree_noise_std`).
 
     Examples
     --------

@@ -7,7 +7,7 @@ period starts with a batch of B1 records and the estimate g_t at z_t; each later
 B2 fresh records and adds the variance-reduced increment est(z_t) - est(z_{t-1}), so g_t is
 the prefix sum of the period's increments (noiseless, line 16 / line 13), and the oracle
 releases g_t + TREE(.): the noisy prefix sums of a tree aggregation over the period's
-increments (:class:`dpverify.tree.TreeAggregator`), a fresh tree every period.
+increments (:class:`dpverify.mechanisms.tree.TreeAggregator`), a fresh tree every period.
 
 ``paper`` variants: as printed, with the printed tree indexed ``TREE(t mod Sigma)`` (line
 224 / line 393), the noise of Prop 2.5 (line 147) for the sensitivity of Lemma 3.5 / 6.4
@@ -40,10 +40,10 @@ from algorithms.paper001 import settings as st
 from algorithms.paper001.estimators import EstimatorSpec, draw_directions, record_query
 from algorithms.paper001.o2nc import o2nc
 from algorithms.paper001.problems import make_problem
-from dpverify.claims import Finding, UtilityClaim
-from dpverify.curator import Curator
-from dpverify.registry import Algorithm, RunFn, Setting, Variant
-from dpverify.tree import TreeAggregator
+from dpverify.core.claims import Finding, UtilityClaim
+from dpverify.core.curator import Curator
+from dpverify.core.registry import Algorithm, RunFn, Setting, Variant
+from dpverify.mechanisms.tree import TreeAggregator
 
 
 class SinglePassOracle:

@@ -9,7 +9,7 @@ s sqrt(floor(log2 Sigma) + 1) (notes 001, "Corrected tree").
 
 The variants isolate the two things a tree can get wrong:
 
-* ``sound``: the dyadic tree (:class:`dpverify.tree.TreeAggregator`, binary mode), node
+* ``sound``: the dyadic tree (:class:`dpverify.mechanisms.tree.TreeAggregator`, binary mode), node
   noise set in closed form for exactly ``floor(log2 Sigma) + 1`` nodes per record: one
   Gaussian of sensitivity s sqrt(levels) calibrated to (epsilon, delta). The curator's
   ledger charges each record for the nodes it actually lies below, so the account check
@@ -34,11 +34,11 @@ import numpy as np
 from algorithms.paper001 import battery as bt
 from algorithms.paper001 import settings as st
 from algorithms.paper001.problems import make_problem
-from dpverify.accounting import calibrate_gaussian
-from dpverify.claims import Finding
-from dpverify.curator import Curator
-from dpverify.registry import Algorithm, RunFn, Setting, Variant
-from dpverify.tree import TreeAggregator, tree_levels
+from dpverify.accounting.accountant import calibrate_gaussian
+from dpverify.core.claims import Finding
+from dpverify.core.curator import Curator
+from dpverify.core.registry import Algorithm, RunFn, Setting, Variant
+from dpverify.mechanisms.tree import TreeAggregator, tree_levels
 
 
 def tree_noise(p: Mapping[str, Any], s: float, *, rule: str) -> float:

@@ -28,10 +28,10 @@ from algorithms.paper002.battery import NULL, universe
 from algorithms.paper002.common import SOURCE, claim, clip_of, lipschitz, zeros
 from algorithms.paper002.problems import make_problem
 from algorithms.problems import clipped_grad_sum
-from dpverify.accounting import calibrate_gaussian
-from dpverify.claims import Finding, UtilityClaim
-from dpverify.curator import Curator
-from dpverify.registry import Algorithm, Battery, CheckConfig, RunFn, Setting, Variant
+from dpverify.accounting.accountant import calibrate_gaussian
+from dpverify.core.claims import Finding, UtilityClaim
+from dpverify.core.curator import Curator
+from dpverify.core.registry import Algorithm, Battery, CheckConfig, RunFn, Setting, Variant
 
 
 def _logsumexp(xp: Any, a: Any) -> Any:
@@ -137,7 +137,7 @@ ACCMD_UTILITY = UtilityClaim(
     exponents={"n": -1.0, "d": 0.0, "epsilon": -1.0},
     log_factors=("log(2*d)", "sqrt(log(1/delta))"),
     sided="upper",
-    # Regimes are expressions in the grid parameters (dpverify.rates.theory); the bound
+    # Regimes are expressions in the grid parameters (dpverify.checks.rates.theory); the bound
     # also assumes radius_l1 held fixed along a sweep, which is not a per-point condition.
     regime=("radius_l1 > 0",),
     source="paper 002, Theorem 5.4",

@@ -1,6 +1,6 @@
 """Where the conformance battery looks at the algorithms of paper 002.
 
-The battery (:mod:`dpverify.conformance`) runs every check on every variant at the sizes
+The battery (:mod:`dpverify.checks.conformance`) runs every check on every variant at the sizes
 declared here. Three kinds of configuration recur:
 
 * the *paper's universe* for variants that do not clip: every record has ||a|| <= 1 (the
@@ -93,7 +93,7 @@ def output_canary() -> tuple[Any, Any]:
     """
     import numpy as np
 
-    from dpverify.data import Dataset
+    from dpverify.core.data import Dataset
 
     X, y = np.zeros((CANARY_N, 1)), np.zeros(CANARY_N)
     D_prime = Dataset(X, y)

@@ -27,7 +27,7 @@ from collections.abc import Callable
 import dp_accounting as dpa
 from dp_accounting.rdp import RdpAccountant
 
-from dpverify.errors import check_delta, check_epsilon, check_positive
+from dpverify.core.errors import check_delta, check_epsilon, check_positive
 
 RELATION = "replace_one"  # "the n-th data differs" (proof of Thm 4.1, line 437)
 

@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from algorithms.paper002.calibration import RELATION
-from dpverify.claims import PrivacyClaim
-from dpverify.curator import Curator, Query
-from dpverify.registry import Setting
+from dpverify.core.claims import PrivacyClaim
+from dpverify.core.curator import Curator, Query
+from dpverify.core.registry import Setting
 
 SOURCE = "Wang, Ye, Xu 2017, DP-ERM revisited (paper 002)"
 
@@ -78,7 +78,7 @@ def zeros(cur: Curator) -> Any:
 
     Examples
     --------
-    >>> from dpverify.data import Dataset
+    >>> from dpverify.core.data import Dataset
     >>> zeros(Curator(Dataset(np.ones((3, 2)), np.ones(3)), trials=4)).shape
     (4, 2)
     """
@@ -104,7 +104,7 @@ def grad_diff_sum(cur: Curator, loss: Any, theta: Any, anchor: Any,
     Examples
     --------
     >>> from algorithms.losses import get_loss
-    >>> from dpverify.data import Dataset
+    >>> from dpverify.core.data import Dataset
     >>> cur = Curator(Dataset(np.array([[1.0, 0.0]]), np.array([1.0])), rng=0)
     >>> q = grad_diff_sum(cur, get_loss("logistic"), np.ones((1, 2)), np.zeros((1, 2)), None)
     >>> cur.gaussian("diff", q, sensitivity=2.0, noise_std=0.0).round(4).tolist()

@@ -4,7 +4,7 @@ The paper counts per-record gradient evaluations (Table 1-3, Thms 4.2, 4.4, 5.4)
 makes T (n + 2m) (a full gradient per epoch, line 134, and two gradients of one record
 per inner step, line 137), DP-SVRG++ T n + 2 m (2^(T+1) - 2), DP-AccMD and DP-GD n T.
 :func:`gradient_evaluations` reads the count off what a run actually released, so a rate
-check (``module:function`` target, :mod:`dpverify.rates`) fits how the theorem-tuned
+check (``module:function`` target, :mod:`dpverify.checks.rates`) fits how the theorem-tuned
 schedule's cost grows in n, epsilon, kappa or d.
 
 Run it on the sound variants: their ledgers hold exactly what the algorithm computes (the
@@ -51,7 +51,7 @@ def _count(target: str, params: dict[str, Any], seeds: Sequence[int]) -> np.ndar
     the rate machinery receives it once per seed (a ``module:function`` target with a
     ``seeds`` argument is called once per grid point).
     """
-    from dpverify.experiment import Experiment
+    from dpverify.execution.experiment import Experiment
 
     _, cur = Experiment(target, params).run(trials=1, rng=0)
     return np.full(len(seeds), float(count_gradients(cur.ledger.releases)))
@@ -102,6 +102,6 @@ def accmd_gradients(*, n: int, d: int, epsilon: float, seeds: Sequence[int],
 
 def _setting(target: str, n: int, d: int) -> Any:
     """The public setting of ``target``'s problem at size (n, d) (for the doctests)."""
-    from dpverify.experiment import Experiment
+    from dpverify.execution.experiment import Experiment
 
     return Experiment(target, {"n": n, "d": d}).setting()

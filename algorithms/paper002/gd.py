@@ -31,11 +31,11 @@ from algorithms.paper002.battery import (
 from algorithms.paper002.common import SOURCE, claim, clip_of, lipschitz, public_gap, zeros
 from algorithms.paper002.problems import Regularizer, make_problem
 from algorithms.problems import clipped_grad_sum
-from dpverify.accounting import calibrate_gaussian
-from dpverify.claims import Finding, UtilityClaim
-from dpverify.curator import Curator
-from dpverify.errors import InputError
-from dpverify.registry import Algorithm, Battery, CheckConfig, RunFn, Setting, Variant
+from dpverify.accounting.accountant import calibrate_gaussian
+from dpverify.core.claims import Finding, UtilityClaim
+from dpverify.core.curator import Curator
+from dpverify.core.errors import InputError
+from dpverify.core.registry import Algorithm, Battery, CheckConfig, RunFn, Setting, Variant
 
 
 def gd_schedule(p: Mapping[str, Any], setting: Setting, n: int, d: int) -> tuple[float, int]:

@@ -21,8 +21,8 @@ import numpy as np
 import scipy.optimize
 
 from algorithms.losses import get_loss
-from dpverify.data import Dataset, synthetic_regression
-from dpverify.registry import Problem
+from dpverify.core.data import Dataset, synthetic_regression
+from dpverify.core.registry import Problem
 
 
 def _np_xp() -> Any:

@@ -12,7 +12,7 @@ Line numbers are those of the paper's text (``002_500540214c4b9c4d.txt``).
 
 from __future__ import annotations
 
-from dpverify.claims import RegisterEntry as E
+from dpverify.core.claims import RegisterEntry as E
 
 _T = "test:tests/test_paper002.py::"
 

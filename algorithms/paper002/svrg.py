@@ -48,9 +48,9 @@ from algorithms.paper002.common import (
 )
 from algorithms.paper002.problems import Regularizer, make_problem
 from algorithms.problems import clipped_grad_sum
-from dpverify.claims import Finding, UtilityClaim
-from dpverify.curator import Curator
-from dpverify.registry import Algorithm, Battery, CheckConfig, RunFn, Setting, Variant
+from dpverify.core.claims import Finding, UtilityClaim
+from dpverify.core.curator import Curator
+from dpverify.core.registry import Algorithm, Battery, CheckConfig, RunFn, Setting, Variant
 
 
 def svrg_schedule(p: Mapping[str, Any], setting: Setting, n: int, d: int,

@@ -18,7 +18,7 @@ of its notes, with the checks that decide it or why none can.
 
 Every claim is (epsilon, delta)-DP under replace-one neighbours (Definition 1, line 51).
 Test problems: :mod:`algorithms.paper003.problems`; second-order metrics of Phi:
-:mod:`dpverify.rates.sosp`. Line numbers refer to ``003_74f15e792d6d2225.txt``.
+:mod:`dpverify.checks.rates.sosp`. Line numbers refer to ``003_74f15e792d6d2225.txt``.
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ from algorithms.paper003.register import REGISTER
 from algorithms.paper003.rgda import dp_rgda
 from algorithms.paper003.sgda import dp_sgda
 from algorithms.paper003.spider import eta_defaults, spider
-from dpverify.claims import Finding
-from dpverify.rates import register_metric
-from dpverify.rates.sosp import METRICS as SOSP_METRICS
-from dpverify.registry import Algorithm, Battery, CheckConfig, Variant
+from dpverify.checks.rates import register_metric
+from dpverify.checks.rates.sosp import METRICS as SOSP_METRICS
+from dpverify.core.claims import Finding
+from dpverify.core.registry import Algorithm, Battery, CheckConfig, Variant
 
 __all__ = ["ALGORITHMS", "BASELINES", "DP_RGDA", "DP_SGDA", "REGISTER"]
 
@@ -341,7 +341,7 @@ RGDA_DEFAULTS = {
     "sampling": "pool", "pass_offset": 0,
     # printed noise: "proof" (Lemma 8, line 636) or "alg3" (lines 199-200)
     "noise": "proof", "c1": 4.0, "c2": 2.0 * math.sqrt(2.0), "c_noise": 1.0, "C_u": None,
-    # outputs: x_out, or [x_out, certified] with certificate = True (dpverify.certificates);
+    # outputs: x_out, or [x_out, certified] with certificate = True (dpverify.checks.certificates);
     # exact_gradients: noise-free queries (cur.exact, epsilon = inf), sound variants only,
     # for the escape demonstration (notes C-U4)
     "certificate": False, "exact_gradients": False,

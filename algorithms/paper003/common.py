@@ -19,10 +19,10 @@ import scipy.optimize
 
 from algorithms.baselines import l2_sensitivity_of_sum
 from algorithms.paper003.problems import MinimaxSetting
-from dpverify.accounting import calibrate_noise_multiplier, release_event
-from dpverify.claims import PrivacyClaim, UtilityClaim
-from dpverify.curator import Curator, Release
-from dpverify.errors import InputError
+from dpverify.accounting.accountant import calibrate_noise_multiplier, release_event
+from dpverify.core.claims import PrivacyClaim, UtilityClaim
+from dpverify.core.curator import Curator, Release
+from dpverify.core.errors import InputError
 
 PAPER = "paper 003 (Xu, Tao, Ding, Fan, Wang: DP SOSP in stochastic minimax)"
 RELATION = "replace_one"  # Definition 1, line 51
@@ -113,7 +113,7 @@ def calibrate_common_multiplier(
 
     ``groups`` holds ((sampling, rate, n, batch_size), count) per kind of release. Each is
     turned into the ``dp_accounting`` event the ledger will produce for a release of
-    sensitivity 1 and noise z (:func:`dpverify.accounting.release_event`), so the
+    sensitivity 1 and noise z (:func:`dpverify.accounting.accountant.release_event`), so the
     calibration composes exactly what the accountant will later compose.
 
     Examples
@@ -168,13 +168,13 @@ class SinglePass:
     batch from fresh samples, so each record enters exactly one release and, by parallel
     composition, pays for that one release only. The order is data-independent (the slot
     index, starting at the public ``offset`` and wrapping around), so a block is a
-    :meth:`~dpverify.curator.Curator.subset` and the ledger charges it to the records it
+    :meth:`~dpverify.core.curator.Curator.subset` and the ledger charges it to the records it
     touched. The offset chooses which release a given slot meets (a canary in an increment
     block rather than the first refresh's).
 
     Examples
     --------
-    >>> from dpverify.data import Dataset
+    >>> from dpverify.core.data import Dataset
     >>> cur = Curator(Dataset(np.zeros((5, 1)), np.zeros(5)), trials=2)
     >>> sp = SinglePass(cur)
     >>> _, a = sp.take(2)
@@ -239,7 +239,7 @@ def nominal(spec: tuple[Any, ...], n: int) -> float:
 
 # Utility claims ---------------------------------------------------------------------------
 
-# A regime is a numeric expression of the run's parameters (dpverify.rates.theory evaluates
+# A regime is a numeric expression of the run's parameters (dpverify.checks.rates.theory evaluates
 # numbers, names and arithmetic only); which Phi a theorem measures (Phi_S for Theorem 1,
 # the population Phi for Theorem 2) is the ``phi`` parameter the variant sets, stated in
 # ``source`` rather than as a string comparison the rate checker cannot evaluate.

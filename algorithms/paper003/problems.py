@@ -17,7 +17,7 @@ curator's ``X`` (the label column is unused):
 
 Each family has two faces: a per-sample gradient model in the Array API (``xp``), which the
 algorithms' curator queries call, and a NumPy objective with Hessian blocks, which the
-second-order metrics of :mod:`dpverify.rates.sosp` evaluate. The algorithms see only the
+second-order metrics of :mod:`dpverify.checks.rates.sosp` evaluate. The algorithms see only the
 first; the metrics never touch the curator.
 """
 
@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.data import Dataset
-from dpverify.errors import InputError
-from dpverify.rates.sosp import phi_at, phi_grad
-from dpverify.registry import Problem, Setting
+from dpverify.checks.rates.sosp import phi_at, phi_grad
+from dpverify.core.data import Dataset
+from dpverify.core.errors import InputError
+from dpverify.core.registry import Problem, Setting
 
 # Per-sample models (Array API) ------------------------------------------------------------
 

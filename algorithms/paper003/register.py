@@ -10,7 +10,7 @@ or says why only one can see it.
 
 from __future__ import annotations
 
-from dpverify.claims import RegisterEntry
+from dpverify.core.claims import RegisterEntry
 
 _T = "test:tests/test_paper003.py::"
 _R = "dp_rgda"

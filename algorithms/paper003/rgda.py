@@ -49,9 +49,9 @@ from algorithms.paper003.common import (
     to_numpy,
 )
 from algorithms.paper003.problems import MinimaxSetting, joint_diff_sum, joint_sum, setting_of
-from dpverify.curator import Curator
-from dpverify.errors import InputError
-from dpverify.registry import Setting
+from dpverify.core.curator import Curator
+from dpverify.core.errors import InputError
+from dpverify.core.registry import Setting
 
 # Parameters ------------------------------------------------------------------------------
 
@@ -261,7 +261,7 @@ def sound_plan(cur: Curator, p: Mapping[str, Any]) -> SoundPlan:
 
     Examples
     --------
-    >>> from dpverify.data import Dataset
+    >>> from dpverify.core.data import Dataset
     >>> cur = Curator(Dataset(np.zeros((100, 1)), np.zeros(100)))
     >>> plan = sound_plan(cur, {"T": 10, "q": 5, "K": 2, "S1": None, "S2": 10,
     ...                         "warm_start": 1, "epsilon": 1.0, "delta": 1e-5,
@@ -607,7 +607,7 @@ def outer_loop(cur: Curator, d1: int, esc: EscapeSchedule, T: int,
 
     Examples
     --------
-    >>> from dpverify.data import Dataset
+    >>> from dpverify.core.data import Dataset
     >>> cur = Curator(Dataset(np.zeros((1, 1)), np.zeros(1)), trials=1)
     >>> e = EscapeSchedule(0.1, 0.1, 0.5, 0.5, 0.0, 3, 1e-6)
     >>> grad = lambda t, st: UpdaterState(st.x, st.x_prev, st.y, 2.0 * st.x, st.u)
@@ -706,7 +706,7 @@ def dp_rgda(*, sound: bool, style: str):
             return outer_loop(cur, s.d1, esc, int(p["T"]), update, st, pert_rng)
         # The certificate is part of the output (post-processing of v, notes A2-5): x_out
         # with one more column, 1 where line 19 certified x_out as an alpha-SOSP
-        # (dpverify.certificates reads this layout).
+        # (dpverify.checks.certificates reads this layout).
         x_out, done = outer_loop(cur, s.d1, esc, int(p["T"]), update, st, pert_rng,
                                  with_certificate=True)
         flag = cur.xp.reshape(cur.backend.asarray(done.astype(float)), (cur.trials, 1))

@@ -25,9 +25,9 @@ from algorithms.paper003.common import (
     sum_sensitivity,
 )
 from algorithms.paper003.problems import joint_sum, setting_of
-from dpverify.accounting import calibrate_gaussian
-from dpverify.curator import Curator
-from dpverify.registry import Setting
+from dpverify.accounting.accountant import calibrate_gaussian
+from dpverify.core.curator import Curator
+from dpverify.core.registry import Setting
 
 
 def paper_sigma(p: Mapping[str, Any], B: int) -> tuple[float, float]:

@@ -44,9 +44,9 @@ from algorithms.baselines import project_rows
 from algorithms.paper003.common import batch_spec, calibrate_common_multiplier
 from algorithms.paper003.problems import MatrixSensingModel, MinimaxSetting, setting_of
 from algorithms.paper003.rgda import SoundPlan, sound_increment, sound_refresh
-from dpverify.curator import Curator
-from dpverify.errors import InputError
-from dpverify.registry import Setting
+from dpverify.core.curator import Curator
+from dpverify.core.errors import InputError
+from dpverify.core.registry import Setting
 
 __all__ = ["PhiModel", "spider_plan", "spider"]
 
@@ -100,7 +100,7 @@ def spider_plan(cur: Curator, p: Mapping[str, Any]) -> SoundPlan:
 
     Examples
     --------
-    >>> from dpverify.data import Dataset
+    >>> from dpverify.core.data import Dataset
     >>> cur = Curator(Dataset(np.zeros((100, 1)), np.zeros(100)))
     >>> spider_plan(cur, {"T": 10, "q": 5, "S1": None, "S2": 10, "epsilon": 1.0,
     ...                   "delta": 1e-5, "relation": "replace_one"}).counts

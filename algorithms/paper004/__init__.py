@@ -15,7 +15,7 @@ and ``sound`` (corrected):
 Every claim is rho-zCDP under replace-one neighbours, the paper's Definition 2 (line 64)
 (2 rho for Theorem 5). Every query is an unsampled full-batch Gaussian release or an
 exponential selection, so the ledger's zCDP
-(:func:`dpverify.accounting.zcdp_of_ledger`) accounts each run exactly.
+(:func:`dpverify.accounting.accountant.zcdp_of_ledger`) accounts each run exactly.
 
 Line numbers refer to the paper's text file ``004_1cb6b915a0a92f82.txt``.
 """
@@ -41,8 +41,8 @@ from algorithms.paper004.battery import (
 from algorithms.paper004.common import PAPER, PROBLEM_DEFAULTS, rate_claim, zcdp_claim
 from algorithms.paper004.prox import make_regularized_problem, noisy_gd, prox_point
 from algorithms.paper004.spider import kl_spider
-from dpverify.claims import Finding, PrivacyClaim, UtilityClaim
-from dpverify.registry import Algorithm, Battery, CheckConfig, Variant
+from dpverify.core.claims import Finding, PrivacyClaim, UtilityClaim
+from dpverify.core.registry import Algorithm, Battery, CheckConfig, Variant
 
 __all__ = ["ALGORITHMS", "KL_SPIDER", "PROX_POINT", "ADAPTIVE_NOISY_GD", "ADAPTIVE_NOISY_GD_SELECT",
            "NOISY_GD_004", "REGISTER"]

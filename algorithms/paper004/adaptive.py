@@ -6,7 +6,7 @@ step of 1/(2 L1) (line 5), and charges
 ``rho_t = min{L0^2 d log(n sqrt(rho)/beta) / (n^2 N_t^2), rho/2} + sqrt(rho)/n`` (line 6);
 it stops once the charges exceed rho/2 (line 2). The costs are chosen from released
 values, so privacy rests on fully adaptive composition: a privacy filter
-(:mod:`dpverify.filters`; the paper cites Whitehouse et al., Theorem 1, in Appendix D.2).
+(:mod:`dpverify.mechanisms.filters`; the paper cites Whitehouse et al., Theorem 1, in Appendix D.2).
 
 ``paper``: as printed, with its own tally of line 6 as the stopping rule. N_t is signed:
 near a stationary point it is often negative, line 4 then falls back to the noise floor
@@ -19,7 +19,7 @@ nothing, and the loop runs on at floor noise. Sensitivities as Appendix D.2 decl
 sensitivities under the run's relation; every noise scale multiplied by one factor so
 that the Bun-Steinke cost ``Delta^2 / (2 sigma^2)`` of each release equals the paper's
 charge (line 6 and Appendix D.2's ``(L0 / (n sigma))^2``); a
-:class:`~dpverify.filters.ZCDPFilter` with budget rho admits every release, and when a
+:class:`~dpverify.mechanisms.filters.ZCDPFilter` with budget rho admits every release, and when a
 step's gradient release does not fit the budget left, its noise is raised until it does
 (adaptive noise is exactly what a filter allows).
 
@@ -51,15 +51,15 @@ from algorithms.paper004.common import (
     start,
     to_numpy,
 )
-from dpverify.curator import Curator
-from dpverify.filters import (
+from dpverify.core.curator import Curator
+from dpverify.core.registry import Setting
+from dpverify.mechanisms.filters import (
     ZCDPFilter,
     attach,
     gaussian_per_trial,
     gaussian_zcdp,
     noise_for_zcdp,
 )
-from dpverify.registry import Setting
 
 
 def _scales(p: Mapping[str, Any], c: Mapping[str, float], n: int, d: int) -> dict[str, float]:

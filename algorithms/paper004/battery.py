@@ -1,6 +1,6 @@
 """The conformance battery's settings for paper 004's algorithms.
 
-Every check of :mod:`dpverify.conformance` runs on each variant; these are the sizes and
+Every check of :mod:`dpverify.checks.conformance` runs on each variant; these are the sizes and
 pairs it runs at. Privacy checks run at small n (every n must be private). The audits
 use the replace-one worst case of a mean of L0-Lipschitz gradients
 (:mod:`algorithms.paper004.canaries`), on which the paper's declared ``L0/n`` (Lemma 8,
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpverify.registry import CheckConfig
+from dpverify.core.registry import CheckConfig
 
 OPPOSED = "algorithms.paper004.canaries:opposed_n100_d5"
 OPPOSED_D2 = "algorithms.paper004.canaries:opposed_n100_d2"

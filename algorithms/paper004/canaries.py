@@ -10,7 +10,7 @@ exceeded by a factor of 2.
 from __future__ import annotations
 
 from algorithms.kl_problems import opposed_pair
-from dpverify.data import Dataset
+from dpverify.core.data import Dataset
 
 __all__ = ["opposed_n100_d2", "opposed_n100_d5", "opposed_n1000_d1"]
 

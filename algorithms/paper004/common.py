@@ -15,10 +15,10 @@ import numpy as np
 
 from algorithms.baselines import l2_sensitivity_of_sum
 from algorithms.kl_problems import finite_records
-from dpverify.claims import PrivacyClaim, UtilityClaim
-from dpverify.curator import Curator
-from dpverify.errors import InputError
-from dpverify.registry import Setting
+from dpverify.core.claims import PrivacyClaim, UtilityClaim
+from dpverify.core.curator import Curator
+from dpverify.core.errors import InputError
+from dpverify.core.registry import Setting
 
 PAPER = "paper 004 (Menart, Ullah, Arora, Bassily, Guzman: DP non-convex optimization under KL)"
 

@@ -27,9 +27,9 @@ import numpy as np
 
 from algorithms.kl_problems import make_kl_problem, regularized
 from algorithms.paper004.common import constants, grad_query, mean_sensitivity, start
-from dpverify.accounting import gaussian_sigma_for_rho
-from dpverify.curator import Curator
-from dpverify.registry import Problem, Setting
+from dpverify.accounting.accountant import gaussian_sigma_for_rho
+from dpverify.core.curator import Curator
+from dpverify.core.registry import Problem, Setting
 
 
 def inner_steps(n: int, d: int, rho: float, beta: float, cap: int) -> int:

@@ -35,8 +35,8 @@ from algorithms.paper004.common import (
     start,
     to_numpy,
 )
-from dpverify.curator import Curator
-from dpverify.registry import Setting
+from dpverify.core.curator import Curator
+from dpverify.core.registry import Setting
 
 
 @dataclass(frozen=True)

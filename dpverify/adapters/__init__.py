@@ -1,7 +1,7 @@
 """Adapters that make real DP libraries auditable targets, written to be copied.
 
 Each target is a plain function ``f(data, rng, trials) -> array (trials, ...)``: ``data``
-is the :class:`~dpverify.data.Dataset` a neighbour function returned, ``rng`` a NumPy
+is the :class:`~dpverify.core.data.Dataset` a neighbour function returned, ``rng`` a NumPy
 ``Generator`` to seed the library from, and every row of the result one independent run.
 Neighbour functions ``pair() -> (D, D_prime)`` build the datasets to tell apart. Give both
 to the auditors by name::

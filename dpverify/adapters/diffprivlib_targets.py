@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.data import Dataset, synthetic_classification
+from dpverify.core.data import Dataset, synthetic_classification
 
 EPSILON = 1.0
 DELTA = 1e-5

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.data import Dataset, synthetic_classification
+from dpverify.core.data import Dataset, synthetic_classification
 
 NOISE_MULTIPLIER = 4.0
 MAX_GRAD_NORM = 1.0

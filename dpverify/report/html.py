@@ -19,7 +19,8 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dpverify.prose import claim_text, utility_text
+from dpverify.core.errors import InputError
+from dpverify.core.prose import claim_text, utility_text
 from dpverify.report import plots as _plots
 from dpverify.report.markdown import DISCLAIMER, merged_line, regenerate_line, scale_note
 from dpverify.report.paper import (
@@ -282,8 +283,6 @@ def render_html(rep: Mapping[str, Any], *, plot_format: str = "svg",
     (True, 1)
     """
     if plot_format not in (*_plots.FORMATS, "none"):
-        from dpverify.errors import InputError
-
         raise InputError(f"plot format must be one of {(*_plots.FORMATS, 'none')}, "
                          f"got {plot_format!r}")
     doc = doc or build_document(rep)

@@ -13,6 +13,9 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from dpverify.checks.base import jsonable
+from dpverify.core.errors import InputError
+
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` to ``path`` through a temporary file renamed into place.
@@ -67,8 +70,6 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> Path:
     >>> p.read_text().replace(chr(10), "").replace(" ", "")
     '{"x":1.5,"e":"inf"}'
     """
-    from dpverify.checks import jsonable
-
     return write_text_atomic(path, json.dumps(jsonable(obj), indent=2, sort_keys=False) + "\n")
 
 
@@ -85,15 +86,13 @@ def check_writable(path: str | os.PathLike[str], what: str, *, folder: bool = Fa
     >>> import tempfile
     >>> check_writable(Path(tempfile.mkdtemp()) / "a" / "r.json", "--json").name
     'r.json'
-    >>> from dpverify.errors import InputError
+    >>> from dpverify.core.errors import InputError
     >>> try:
     ...     check_writable("/proc/dpverify/report", "--report-dir", folder=True)
     ... except InputError as e:
     ...     print(str(e).split(" (")[0])
     --report-dir '/proc/dpverify/report': cannot write in '/proc'
     """
-    from dpverify.errors import InputError
-
     p = Path(path)
     if folder and p.exists() and not p.is_dir():
         raise InputError(f"{what} {str(p)!r} is not a folder (a file is there)")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dpverify.prose import claim_text, utility_text
+from dpverify.core.prose import claim_text, utility_text
 from dpverify.report.paper import (
     Document,
     build_document,

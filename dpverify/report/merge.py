@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dpverify.errors import InputError
+from dpverify.core.errors import InputError
 from dpverify.report.writer import load_report, suite_path
 
 # What a merge may differ in without meaning another result: when and how fast it ran.
@@ -59,7 +59,7 @@ def _same(field: str, reports: Sequence[tuple[str, Mapping[str, Any]]]) -> Any:
 def merge_reports(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
     """One report from the reports of several runs, given as ``(file name, report)`` pairs.
 
-    Refuses (:class:`~dpverify.errors.InputError`, naming the files and the values) when
+    Refuses (:class:`~dpverify.core.errors.InputError`, naming the files and the values) when
     the schema versions, root seeds or scales differ, when one suite file ran with two
     seeds, or when two reports hold the same check (its id in the same suite file) with
     different results; the same check with the same result (overlapping shards) is kept

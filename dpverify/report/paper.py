@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dpverify.checks import CheckKind, get_kind
-from dpverify.errors import InputError
-from dpverify.prose import Statement, claim_text, fmt, metrics_of, param_args
+from dpverify.checks.base import CheckKind, get_kind
+from dpverify.core.errors import InputError
+from dpverify.core.prose import Statement, claim_text, fmt, metrics_of, param_args
+from dpverify.core.registry import all_algorithms, is_registered_target, load_callable, resolve
 from dpverify.report.registers import RegisterRow, register_rows
 
 USER_GROUP = "user"
@@ -46,8 +47,6 @@ def _first_paragraph(doc: str | None) -> str:
 
 def _entry_point_groups() -> dict[str, tuple[str, str]]:
     """``{algorithm name: (entry point name, module)}`` of the registered packages."""
-    from dpverify.registry import all_algorithms
-
     known = {a.name for a in all_algorithms()}
     out: dict[str, tuple[str, str]] = {}
     for ep in importlib.metadata.entry_points(group="dpverify.algorithms"):
@@ -98,9 +97,6 @@ def target_info(target: str, params: Mapping[str, Any] | None = None,
     >>> info["group"], info["kind"], info["findings"][0]["detected_by"]
     ('baselines', 'planted', ['account', 'audit'])
     """
-    from dpverify.errors import InputError
-    from dpverify.registry import is_registered_target, resolve
-
     if not is_registered_target(target):
         return declared_target_info(target)
     try:
@@ -141,9 +137,6 @@ def declared_target_info(target: str) -> dict[str, Any] | None:
     >>> declared_target_info("math:sqrt") is None
     True
     """
-    from dpverify.errors import InputError
-    from dpverify.registry import load_callable
-
     try:
         decl = getattr(load_callable(target), "dpverify_declaration", None)
     except InputError:

@@ -30,9 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.checks import get_kind
-from dpverify.errors import InputError
-from dpverify.prose import fmt, num
+from dpverify.checks.base import get_kind
+from dpverify.core.errors import InputError
+from dpverify.core.prose import fmt, num
+from dpverify.stats.audit_bounds import delta_from_gdp
+from dpverify.stats.membership_bounds import tpr_ceiling
 
 FORMATS = ("svg", "png")
 _FONT = 8.5
@@ -434,7 +436,7 @@ def roc_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
     """An audit's test in ROC space against the ceilings of the claimed, accounted and
     proven epsilons; linear axes and the low-FPR corner on log axes.
 
-    The ceiling of (epsilon, delta)-DP is :func:`dpverify.mia.bounds.tpr_ceiling`
+    The ceiling of (epsilon, delta)-DP is :func:`dpverify.stats.membership_bounds.tpr_ceiling`
     (Kairouz, Oh, Viswanath 2015, Theorem 2.1). The test is drawn at its observed rates
     and at its conservative corner (Clopper-Pearson upper FPR, lower TPR), which lies on
     the ceiling of the proven epsilon. A full ROC curve is drawn when the audit records
@@ -455,7 +457,6 @@ def roc_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
         return None
     from scipy import stats
 
-    from dpverify.mia.bounds import tpr_ceiling
 
     m, ev = check.get("metrics") or {}, check.get("evidence") or {}
     eps_c, delta = num(m.get("epsilon_claimed")), num(m.get("delta"))
@@ -566,7 +567,6 @@ def loss_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
     """
     if unavailable():
         return None
-    from dpverify.audit.stats import delta_from_gdp
 
     m, ev = check.get("metrics") or {}, check.get("evidence") or {}
     prof = ev.get("privacy_profile")
@@ -669,7 +669,7 @@ def rate_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
 
     When the check records the fitted curve per grid point
     (``evidence["points"][i]["fit"]``, ``["band_low"]``, ``["band_high"]``,
-    ``["log_factor"]``; see :func:`dpverify.rates.verify.curve_band`), the curve is drawn
+    ``["log_factor"]``; see :func:`dpverify.checks.rates.verify.curve_band`), the curve is drawn
     through its grid points with the band shaded around it, and a log factor that varies
     along the grid is divided out of everything drawn, as it is out of the fit, so a power
     law is a straight line. Records without them (older reports) get the fitted slope and

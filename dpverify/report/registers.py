@@ -1,6 +1,6 @@
 """Claims registers in the report: every testable claim of a paper, and its verdict.
 
-A paper's register (``REGISTER``, a tuple of :class:`~dpverify.claims.RegisterEntry`, in the
+A paper's register (``REGISTER``, a tuple of :class:`~dpverify.core.claims.RegisterEntry`, in the
 module of its ``dpverify.algorithms`` entry point) is copied into ``report.json`` when a run
 touches the paper; each entry's status is read from the checks it names, whenever the
 report is rendered (so merged reports judge entries on all their checks):

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dpverify.report.io import check_writable
+
 #: The folder that holds ``runs/`` and ``latest``.
 REPORTS = Path("reports")
 RUNS = "runs"
@@ -141,8 +143,6 @@ class RunOutput:
     def check(cls, report_dir: str | None, suite_names: Sequence[str],
               root: Path = REPORTS) -> RunOutput:
         """Check, before any work, that the report can be written (InputError if not)."""
-        from dpverify.report.io import check_writable
-
         if report_dir is not None:
             check_writable(report_dir, "--report-dir", folder=True)
             return cls(Path(report_dir), list(suite_names), root)

@@ -12,10 +12,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dpverify.checks import CheckResult, jsonable
-from dpverify.errors import InputError
-from dpverify.prose import num as _num
+from dpverify.checks.base import CheckResult, jsonable
+from dpverify.core.errors import InputError
+from dpverify.core.prose import num as _num
+from dpverify.report import html as report_html
 from dpverify.report.io import write_json_atomic, write_text_atomic
+from dpverify.report.markdown import render_markdown
+from dpverify.report.paper import build_document, target_info
+from dpverify.report.registers import collect_registers
+from dpverify.stats.audit_bounds import clopper_pearson, epsilon_from_rates
 
 SCHEMA_VERSION = "1.1"
 _PACKAGES = ("dpverify", "numpy", "scipy", "dp-accounting", "statsmodels", "hypothesis",
@@ -38,8 +43,6 @@ def package_versions() -> dict[str, str | None]:
 
 def _algorithms(results: Any, scale: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Registry information per target, and each check's own claim (at its parameters)."""
-    from dpverify.report.paper import target_info
-
     algos: dict[str, Any] = {}
     claims: dict[str, Any] = {}
     for r in results:
@@ -59,12 +62,12 @@ def report_dict(run: Any, regressions: list[str] | None = None) -> dict[str, Any
     group, source, claims, utility theorem, findings; ``null`` for a ``module:function``)
     and, per check, ``source`` (suite file and line), ``claim`` (the privacy claim at
     the check's parameters) and ``description`` (the suite entry's, carried by its
-    :class:`~dpverify.checks.CheckSpec`, when it has one); and, when a paper the run touches
+    :class:`~dpverify.checks.base.CheckSpec`, when it has one); and, when a paper the run touches
     has one, ``registers`` (its claims register, :mod:`dpverify.report.registers`).
 
     Examples
     --------
-    >>> from dpverify.suites import SuiteRun
+    >>> from dpverify.cli.suites import SuiteRun
     >>> report_dict(SuiteRun([]))["schema_version"]
     '1.1'
     """
@@ -100,8 +103,6 @@ def report_dict(run: Any, regressions: list[str] | None = None) -> dict[str, Any
 
 def _registers(algos: Mapping[str, Any]) -> dict[str, Any]:
     """The claims registers of the papers the run touched (none: no key)."""
-    from dpverify.report.registers import collect_registers
-
     regs = collect_registers(str(info["group"]) for info in algos.values() if info)
     return {"registers": jsonable(regs)} if regs else {}
 
@@ -123,8 +124,6 @@ def _headline(r: CheckResult) -> str:
 
 def markdown_report(run: Any, regressions: list[str] | None = None) -> str:
     """The Markdown report of a run (see :func:`dpverify.report.markdown.render_markdown`)."""
-    from dpverify.report.markdown import render_markdown
-
     return render_markdown(report_dict(run, regressions))
 
 
@@ -160,13 +159,9 @@ def write_rendered(rep: dict[str, Any], out_dir: Path, *, formats: tuple[str, ..
     >>> [p.name for p in out]
     ['report.md']
     """
-    from dpverify.report.html import render_html
-    from dpverify.report.markdown import render_markdown
-    from dpverify.report.paper import build_document
-
     doc = build_document(rep)
     makers = {"md": lambda r: render_markdown(r, doc),
-              "html": lambda r: render_html(r, plot_format=plot_format, doc=doc)}
+              "html": lambda r: report_html.render_html(r, plot_format=plot_format, doc=doc)}
     out = []
     for f in formats:
         out.append(write_text_atomic(Path(out_dir) / f"report.{f}", _render(f, makers[f], rep)))
@@ -236,11 +231,11 @@ def epsilon_lower_interval(check: dict[str, Any]) -> tuple[str, float, float] | 
     confidence limits of FPR and FNR, each at alpha/2), its upper end the epsilon of the
     lower limits, i.e. the largest epsilon the same counts are consistent with
     (Kairouz, Oh, Viswanath 2015, Theorem 2.1, through
-    :func:`dpverify.audit.stats.epsilon_from_rates`). Returns (name, low, high).
+    :func:`dpverify.stats.audit_bounds.epsilon_from_rates`). Returns (name, low, high).
 
     Examples
     --------
-    >>> from dpverify.audit.stats import epsilon_lower_bound
+    >>> from dpverify.stats.audit_bounds import epsilon_lower_bound
     >>> eps = float(epsilon_lower_bound(1000, 10000, 1000, 10000, 1e-5, 0.05))
     >>> chk = {"metrics": {"delta": 1e-5, "confidence": 0.95, "epsilon_lower": eps},
     ...        "evidence": {"test": {"method": "cp", "epsilon": eps, "tp": 9000,
@@ -260,7 +255,6 @@ def epsilon_lower_interval(check: dict[str, Any]) -> tuple[str, float, float] | 
             continue
         if not all(isinstance(t.get(k), int) for k in ("tp", "fp", "n_pos", "n_neg")):
             continue
-        from dpverify.audit.stats import clopper_pearson, epsilon_from_rates
 
         alpha = _num(t.get("alpha"))
         if alpha is None:

@@ -3,14 +3,14 @@
 :func:`whitebox` runs the user's ``train`` function many times on each world of a
 :class:`~dpverify.torch.pair.CanaryPair`, each run replayed as it goes
 (:mod:`dpverify.torch.replay`), and stacks the runs into one curator-format ledger per
-world (trial axis first, as :meth:`dpverify.curator.Curator.replay` would have made them).
+world (trial axis first, as :meth:`dpverify.core.curator.Curator.replay` would have made them).
 The privacy loss of every transcript then comes from
-:func:`dpverify.audit.whitebox.transcript_privacy_loss`, and the lower bound from the same
-statistics as :func:`dpverify.audit.whitebox.audit_whitebox`: Clopper-Pearson on the loss
+:func:`dpverify.checks.audit.whitebox.transcript_privacy_loss`, and the lower bound from the same
+statistics as :func:`dpverify.checks.audit.whitebox.audit_whitebox`: Clopper-Pearson on the loss
 as a threshold test (valid with no assumption), the GDP bound where every release is an
 unsampled Gaussian, or, where every release is a Poisson-sampled Gaussian (DP-SGD), the
 parametric bound in the family the accountant assumes
-(:func:`dpverify.audit.sampled.bound_runs`), which reads only the losses and so holds on
+(:func:`dpverify.stats.sampled_gaussian.bound_runs`), which reads only the losses and so holds on
 replay records reduced to the plane of the worlds' difference.
 
 :func:`assert_private` puts everything in one line of a test, and raises an
@@ -30,14 +30,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from dpverify.accounting import account_events, ledger_events
-from dpverify.audit import sampled, stats
-from dpverify.audit.result import AuditResult
-from dpverify.audit.whitebox import gdp_mu_lower_bound_whitebox, transcript_privacy_loss
-from dpverify.claims import Verdict
-from dpverify.curator import Ledger, Release, ReplayRecord
-from dpverify.errors import InputError, check_delta, check_epsilon, check_positive
-from dpverify.sensitivity.replay import LedgerExcess
+from dpverify.accounting.accountant import account_events, ledger_events
+from dpverify.checks.audit.result import AuditResult
+from dpverify.checks.audit.whitebox import gdp_mu_lower_bound_whitebox, transcript_privacy_loss
+from dpverify.checks.sensitivity.replay import LedgerExcess
+from dpverify.core.claims import Verdict
+from dpverify.core.curator import Ledger, Release, ReplayRecord
+from dpverify.core.errors import InputError, check_delta, check_epsilon, check_positive
+from dpverify.stats import audit_bounds as stats
+from dpverify.stats import sampled_gaussian as sampled
 from dpverify.torch.findings import LoopFinding
 from dpverify.torch.pair import CanaryPair
 from dpverify.torch.record import ReplaySpec, record
@@ -129,7 +130,7 @@ def _structure(r: Release) -> tuple[Any, ...]:
 
 def signature_difference(a: Ledger, b: Ledger) -> str | None:
     """How two runs' release sequences differ (``None`` when they do not), as
-    :func:`dpverify.sensitivity.check_invariance` compares them: what must not depend on
+    :func:`dpverify.checks.sensitivity.check_invariance` compares them: what must not depend on
     the data.
 
     Examples
@@ -327,9 +328,9 @@ def gdp_mu(losses: dict[str, Any], alpha: float) -> tuple[float, str]:
 
     Where the replayed squared sensitivities V agree across trials up to float32 rounding
     (:data:`V_SPREAD`), the spread of the losses bounds sqrt(mean V) (Cochran,
-    :func:`~dpverify.audit.stats.gdp_mu_lower_bound_from_variance`), scaled by
+    :func:`~dpverify.stats.audit_bounds.gdp_mu_lower_bound_from_variance`), scaled by
     sqrt(min V / max V) so that it bounds every trial's mu; otherwise
-    :func:`~dpverify.audit.whitebox.gdp_mu_lower_bound_whitebox` decides.
+    :func:`~dpverify.checks.audit.whitebox.gdp_mu_lower_bound_whitebox` decides.
 
     Examples
     --------

@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dpverify.curator import AMPLIFIED
+from dpverify.core.curator import AMPLIFIED
 
 if TYPE_CHECKING:
     from dpverify.torch.record import Declaration

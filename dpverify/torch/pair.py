@@ -7,7 +7,7 @@ The last tensor of a dataset is the target, the others are the model's inputs.
 
 A training run sees one of the two datasets (its *world*) and draws batches as row
 indices into it. Replay maps those rows to *slots*, the rows of the larger dataset (the
-curator's convention, :meth:`dpverify.curator.Curator.replay`), so that the same batch can
+curator's convention, :meth:`dpverify.core.curator.Curator.replay`), so that the same batch can
 be read in either world: the canary's slot is ``index`` in both.
 """
 
@@ -21,8 +21,8 @@ import numpy as np
 import torch
 from torch.utils.data import TensorDataset
 
-from dpverify.claims import check_relation
-from dpverify.errors import InputError
+from dpverify.core.claims import check_relation
+from dpverify.core.errors import InputError
 
 
 def _tensors(data: Any, what: str) -> tuple[torch.Tensor, ...]:

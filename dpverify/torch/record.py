@@ -1,8 +1,9 @@
 """Recording a PyTorch training run: what it released, step by step, as a dpverify ledger.
 
 :func:`record` is a context manager. Inside it, every noisy release of the run is written
-to an executed :class:`~dpverify.curator.Ledger` (the curator's format, so
-:func:`dpverify.accounting.account_ledger`, the sensitivity report and the white-box audit
+to an executed :class:`~dpverify.core.curator.Ledger` (the curator's format, so
+:func:`dpverify.accounting.accountant.account_ledger`, the sensitivity report and the
+white-box audit
 read it unchanged), with a :class:`StepRecord` beside each release holding how it was
 executed (the batch size drawn, the divisor, the clip norm, the measured noise).
 
@@ -31,9 +32,9 @@ import numpy as np
 import scipy.stats
 import torch
 
-from dpverify.claims import check_relation
-from dpverify.curator import AMPLIFIED, SAMPLING_SCHEMES, Ledger, Release, ReplayRecord
-from dpverify.errors import InputError
+from dpverify.core.claims import check_relation
+from dpverify.core.curator import AMPLIFIED, SAMPLING_SCHEMES, Ledger, Release, ReplayRecord
+from dpverify.core.errors import InputError
 from dpverify.torch.pair import CanaryPair, Slots
 from dpverify.torch.replay import Replayed, flat, project
 

@@ -10,9 +10,9 @@ each world, at the run's current state (the released history is common to both w
 * ``included``: whether the run's batch drew the canary's slot;
 * ``answer``: the noisy value the run released.
 
-These are the fields of :class:`dpverify.curator.ReplayRecord` that the sensitivity report
-(:func:`dpverify.sensitivity.ledger_excess`) and the white-box audit
-(:func:`dpverify.audit.whitebox.transcript_privacy_loss`) read.
+These are the fields of :class:`dpverify.core.curator.ReplayRecord` that the sensitivity report
+(:func:`dpverify.checks.sensitivity.ledger_excess`) and the white-box audit
+(:func:`dpverify.checks.audit.whitebox.transcript_privacy_loss`) read.
 
 The records are stored in coordinates of the (at most two-dimensional) subspace in which
 the worlds differ, with ``value_out`` at the origin. Under isotropic Gaussian noise this

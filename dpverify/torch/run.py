@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.accounting import AccountingResult, account_ledger
-from dpverify.curator import Ledger
-from dpverify.errors import check_delta
-from dpverify.sensitivity.replay import LedgerExcess, ledger_excess
+from dpverify.accounting.accountant import AccountingResult, account_ledger
+from dpverify.checks.sensitivity.replay import LedgerExcess, ledger_excess
+from dpverify.core.curator import Ledger
+from dpverify.core.errors import check_delta
 from dpverify.torch.findings import LoopFinding, ledger_findings
 from dpverify.torch.record import Declaration, StepRecord
 
@@ -30,7 +30,7 @@ _FAMILY = {"prv": "pld", "rdp": "rdp", "gdp": "pld"}
 class Run:
     """What a recorded training run released, and what it was accounted as.
 
-    ``ledger`` is a :class:`~dpverify.curator.Ledger` (one trial); ``steps[i]`` says how
+    ``ledger`` is a :class:`~dpverify.core.curator.Ledger` (one trial); ``steps[i]`` says how
     release ``i`` was executed; ``declarations`` what the accountant and normaliser were
     computed from; ``accounted`` every accountant's steps, in order (key -1: declared by
     hand); ``accountants`` the Opacus accountant objects seen.

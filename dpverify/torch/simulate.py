@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from dpverify.curator import Ledger, Release, ReplayRecord
-from dpverify.errors import InputError
+from dpverify.core.curator import Ledger, Release, ReplayRecord
+from dpverify.core.errors import InputError
 from dpverify.torch.pair import CanaryPair, Slots
 from dpverify.torch.replay import OPACUS_NORM_EPS, project
 

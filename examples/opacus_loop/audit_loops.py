@@ -93,7 +93,7 @@ def part_clipping(n: int, steps: int) -> None:
 
 
 def part_whitebox(trials: int, n: int) -> None:
-    from dpverify.audit import audit_whitebox
+    from dpverify.checks.audit import audit_whitebox
 
     config = tu.Config(epsilon=1.0, epochs=1, batch_size=25)
     pair = canary_pair(n)

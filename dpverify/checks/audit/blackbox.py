@@ -1,0 +1,440 @@
+"""Black-box audit: distinguish outputs on D from outputs on D', bound epsilon from below.
+
+The auditor sees only what the target returns. Runs are drawn in seeded blocks
+(:func:`dpverify.execution.trials.map_blocks`) in two stages:
+
+1. *search*: on every candidate neighbouring pair, the first runs (the fit and selection
+   fractions of ``splits``) fit each distinguisher (a direction, a covariance, a
+   classifier, a table of output patterns) and score the selection runs; every (pair,
+   distinguisher, event, orientation, statistic) is ranked by the bound it would give on
+   the test runs (:mod:`dpverify.stats.selection`);
+2. *test*: fresh runs of the chosen pair (the test fraction) are scored by the chosen
+   distinguisher and counted once; exact binomial statistics on those counts give
+   epsilon (:mod:`dpverify.stats.audit_bounds`).
+
+Since nothing is chosen on the counts that bound it, the bound holds at the stated
+confidence whatever was searched: pairs (StatDP's input patterns for a target taking
+query answers, so the witness need not be known), distinguishers, thresholds and
+orientations; keeping ``top_k`` > 1 tests costs a Bonferroni factor. ``trials`` is the
+number of runs per dataset on the witness pair; every other candidate pair costs only
+its search runs. This is the pattern of DP-Sniper's DD-Search and Delta-Siege (Bichsel
+et al. 2021; Lokna et al. 2023) with exact bounds and every selection accounted for (the
+pitfalls in anchors/auditing.md, section 2).
+
+The GDP bound (``bound="gdp"``) reads mu off the same kind of test (Nasr et al. 2023) and
+is valid only where the output's trade-off curve is Gaussian, e.g. a Gaussian mechanism
+returned as is; the report carries that assumption.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dpverify.checks.audit.distinguishers import Scorer, resolve_distinguishers, safe_scores
+from dpverify.checks.audit.result import AuditResult
+from dpverify.checks.audit.targets import (
+    AUTO_NEIGHBOURS,
+    SEED_FIT,
+    SEED_SAMPLES,
+    AuditSetup,
+    Pair,
+    accountant_epsilon,
+    make_pairs,
+    prepare,
+    resolve_neighbours,
+    sample,
+)
+from dpverify.core.errors import InputError, check_positive, check_probability
+from dpverify.execution.trials import seed_streams
+from dpverify.stats import audit_bounds as stats
+from dpverify.stats import selection
+from dpverify.stats.power import DETECT_PROBABILITY, threshold_test_power
+
+if TYPE_CHECKING:
+    from dpverify.execution.executors import Execution
+
+# Fit, select, test: distinguishers need few runs to fit; the selection split chooses
+# among hundreds of thresholds, whose far tails the binormal smoothing reads from it; the
+# test split is what the bound is counted on.
+DEFAULT_SPLITS = (0.05, 0.15, 0.8)
+GDP_ASSUMPTION = ("GDP bound: assumes the output's trade-off curve is Gaussian (true for a "
+                  "Gaussian mechanism whose output is returned as is); not a general bound")
+
+
+def check_bound(bound: str) -> str:
+    """Return ``bound`` if it names a bound (``cp``, ``gdp``, ``auto``), else raise.
+
+    Examples
+    --------
+    >>> check_bound("gdp")
+    'gdp'
+    """
+    if bound not in ("cp", "gdp", "auto"):
+        raise InputError(f"bound must be 'cp', 'gdp' or 'auto', got {bound!r}")
+    return bound
+
+
+@dataclass
+class _Candidate:
+    """A pair with a fitted distinguisher, its selection scores, and its test scores."""
+
+    pair: int
+    name: str
+    scorer: Scorer
+    select: selection.Selection
+    test_pos: np.ndarray | None = None
+    test_neg: np.ndarray | None = None
+
+
+@dataclass
+class _Run:
+    """What the two stages share: the target, its pairs, sizes and seeded streams."""
+
+    setup: AuditSetup
+    pairs: list[Pair]
+    sizes: tuple[int, int, int]  # fit, select, test runs per dataset
+    # Per pair and world: the seeds of the search rounds and of the test runs.
+    streams: list[tuple[np.random.SeedSequence, ...]]
+    block_size: int | None
+    execution: Execution | None
+    shapes: dict[str, list[int]] = field(default_factory=dict)
+    ranked: list[selection.PlannedTest] = field(default_factory=list)
+    search_runs: dict[int, int] = field(default_factory=dict)  # per pair, per dataset
+
+    def draw(self, pi: int, world: int, n: int, stage: str) -> np.ndarray:
+        """``n`` runs of pair ``pi`` on D (world 0) or D' (1), stage ``search``,
+        ``extend`` (the second search round) or ``test``."""
+        pr = self.pairs[pi]
+        ss = self.streams[pi][2 * STAGES.index(stage) + world]
+        return sample(self.setup, pr.D if world == 0 else pr.D_prime, n, ss, self.block_size,
+                      self.execution)
+
+
+STAGES = ("search", "extend", "test")
+
+
+def audit_blackbox(
+    target: str,
+    *,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    neighbours: str | Sequence[str] = AUTO_NEIGHBOURS,
+    trials: int = 100_000,
+    confidence: float = 0.95,
+    distinguisher: str | Sequence[str] = "auto",
+    bound: str = "cp",
+    params: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    scale: str = "quick",
+    relation: str | None = None,
+    splits: Sequence[float] = DEFAULT_SPLITS,
+    top_k: int = 1,
+    block_size: int | None = None,
+    backend: str = "numpy",
+    execution: Execution | None = None,
+    accountant: bool = True,
+    detect_probability: float | None = DETECT_PROBABILITY,
+) -> AuditResult:
+    """Black-box epsilon lower bound of ``target`` from ``trials`` runs per neighbour.
+
+    Parameters
+    ----------
+    target
+        ``name``, ``name:variant`` (registered) or ``module:function`` with the signature
+        ``f(data, rng, trials) -> array (trials, ...)``.
+    epsilon, delta
+        The claim to test (delta = 0: pure DP); a registered target, or a callable with a
+        :func:`~dpverify.checks.audit.targets.declare_mechanism` declaration, has its own.
+    neighbours
+        Pair generators, comma-separated: ``search`` (every built-in one for the target's
+        input), StatDP's patterns for query answers (``one_above``, ``x_shape``, ...),
+        dataset canaries (``fresh_direction``, ``clip_boundary``, ``outlier``,
+        ``nonfinite``, ``random``) or ``module:function`` returning ``(D, D_prime)`` or a
+        list of pairs. ``auto`` (default): ``search`` for query answers, the worst-case
+        canary where the target declares a clip
+        (:func:`~dpverify.checks.audit.targets.resolve_neighbours`), else ``fresh_direction``.
+    trials
+        Runs on each dataset of the witness pair (other pairs cost their search runs).
+    confidence
+        1 - alpha for the reported bound, after every correction.
+    distinguisher
+        A name of :mod:`dpverify.checks.audit.distinguishers`, several, or ``"auto"``.
+    bound
+        ``"cp"`` (exact and assumption-free; ``"auto"`` means this in black-box) or
+        ``"gdp"``.
+    splits
+        Fractions of the runs used to fit, select and test.
+    block_size, execution
+        Trials per seeded block, and where blocks run (:mod:`dpverify.execution.executors`; serial
+        by default). Results depend on the seed and the block size only.
+    accountant
+        Whether to account the target's ledger for ``epsilon_accountant`` (skipped in
+        repeated self-tests, where it is the same every time).
+    detect_probability
+        The probability at which ``epsilon_detectable`` is caught (``None``: not computed,
+        for repeated self-tests).
+
+    Returns
+    -------
+    AuditResult
+        ``epsilon_lower`` from the chosen bound; ``details`` holds the CP bound (and the
+        GDP bound when asked for), the witness pair and the distinguisher that achieved
+        it; ``evidence["test"]`` the test's threshold, statistic and held-out counts,
+        ``evidence["search"]`` what each candidate pair anticipated;
+        ``epsilon_detectable`` what a test chosen and counted on splits of these sizes,
+        at this level, catches with ``detect_probability``
+        (:func:`~dpverify.stats.power.threshold_test_power`).
+
+    Examples
+    --------
+    >>> r = audit_blackbox("gaussian_mechanism:sound", trials=20000, seed=1,
+    ...                    distinguisher="projection")
+    >>> r.verdict.value, 0.0 < r.epsilon_lower < r.epsilon_claimed
+    ('PASS', True)
+    """
+    trials = int(check_positive(trials, "trials", integer=True))
+    confidence = check_probability(confidence, "confidence")
+    check_bound(bound)
+    alpha = 1.0 - confidence
+    dists = resolve_distinguishers(distinguisher)
+    setup = prepare(target, epsilon=epsilon, delta=delta, params=params, seed=seed,
+                    scale=scale, relation=relation, backend=backend)
+    pairs = make_pairs(setup, resolve_neighbours(setup, neighbours))
+    run = _start(setup, pairs, trials, splits, block_size, execution)
+    cands = _search(run, dists, np.random.default_rng(seed_streams(seed, SEED_FIT + 1)[SEED_FIT]))
+    cp = _choose_and_count(run, cands, "cp", alpha, top_k)
+    gdp = _choose_and_count(run, cands, "gdp", alpha, top_k) if bound == "gdp" else None
+    eps_acc, acc_note = (accountant_epsilon(setup) if accountant
+                         else (None, "not computed (accountant=False)"))
+    chosen, ci = gdp if gdp is not None else cp
+    details, evidence = _report(run, cands, cp, gdp, dists)
+    evidence["accountant"] = acc_note
+    c = cands[ci]
+    if c.test_pos is not None and c.test_neg is not None:
+        sign = -1.0 if chosen.label.endswith(" (reversed)") else 1.0
+        evidence["roc"] = stats.roc_points(sign * c.test_pos, sign * c.test_neg)
+    assumptions = [GDP_ASSUMPTION] if bound == "gdp" else []
+    res = AuditResult(setup.name, "blackbox", chosen.epsilon, setup.epsilon_claimed, eps_acc,
+                      setup.delta, confidence, trials, "gdp" if bound == "gdp" else "cp",
+                      details, evidence, assumptions)
+    if detect_probability is None:
+        return res
+    n_sel = run.sizes[1]
+    return res.with_power(threshold_test_power(
+        chosen.n_pos, chosen.n_neg, alpha=chosen.alpha, delta=setup.delta,
+        epsilon=setup.epsilon_claimed, method=chosen.method, probability=detect_probability,
+        selection=(n_sel, n_sel)))
+
+
+def _start(setup: AuditSetup, pairs: list[Pair], trials: int, splits: Sequence[float],
+           block_size: int | None, execution: Execution | None) -> _Run:
+    n_fit, n_sel, n_test = stats.split_sizes(trials, splits)
+    if len(splits) != 3:
+        raise InputError(f"black-box splits are three fractions (fit, select, test), got "
+                         f"{list(splits)}")
+    root = seed_streams(setup.seed, SEED_SAMPLES + 1)[SEED_SAMPLES]
+    streams = []
+    for ss in seed_streams(root, len(pairs)):
+        s_D, s_Dp = ss.spawn(2)
+        per_D, per_Dp = s_D.spawn(len(STAGES)), s_Dp.spawn(len(STAGES))
+        streams.append(tuple(x for pair in zip(per_D, per_Dp, strict=True) for x in pair))
+    return _Run(setup, pairs, (n_fit, n_sel, n_test), streams, block_size, execution)
+
+
+def _search(run: _Run, dists: list[tuple[str, Any]],
+            fit_rng: np.random.Generator) -> list[_Candidate]:
+    """Stage 1: fit every distinguisher on the pairs and score their selection runs.
+
+    With more than :data:`FINALISTS` pairs the search budget (the fit and selection runs
+    of every pair) is spent by successive halving (Jamieson and Talwalkar 2016): half of
+    it on every pair, the other half on the pairs whose best test anticipated most, whose
+    distinguishers are then refitted on all their search runs. Only the finalists'
+    candidates go on to the choice of the test.
+    """
+    n_fit, n_sel, _ = run.sizes
+    budget = n_fit + n_sel
+    outputs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    halving = len(run.pairs) > FINALISTS
+    first = max(budget // 2, 2) if halving else budget
+    for pi in range(len(run.pairs)):
+        outputs[pi] = _draw_pair(run, pi, first, "search")
+    cands = [c for pi in outputs for c in _fit_pair(run, pi, *outputs[pi], dists, fit_rng)]
+    if not halving:
+        return cands
+    best: dict[int, float] = {}
+    for p in selection.rank_tests([c.select for c in cands], delta=run.setup.delta,
+                                  alpha=0.05):
+        best.setdefault(cands[p.candidate].pair, p.anticipated)
+    finalists = sorted(best, key=lambda pi: -best[pi])[:FINALISTS]
+    outputs = {pi: outputs[pi] for pi in finalists}
+    extra = (budget - first) * len(run.pairs) // FINALISTS
+    out: list[_Candidate] = []
+    for pi in finalists:
+        more = _draw_pair(run, pi, extra, "extend")
+        pooled = (np.vstack([outputs[pi][0], more[0]]), np.vstack([outputs[pi][1], more[1]]))
+        out.extend(_fit_pair(run, pi, *pooled, dists, fit_rng))
+    return out
+
+
+# Pairs kept for the second round of a search (the rest stop after the first).
+FINALISTS = 2
+
+
+def _draw_pair(run: _Run, pi: int, n: int, stage: str) -> tuple[np.ndarray, np.ndarray]:
+    out_D, out_Dp = run.draw(pi, 0, n, stage), run.draw(pi, 1, n, stage)
+    pr = run.pairs[pi]
+    if out_D.shape[1:] != out_Dp.shape[1:]:
+        raise InputError(f"target {run.setup.name} returned outputs of different shapes "
+                         f"on D {out_D.shape[1:]} and D' {out_Dp.shape[1:]} ({pr.label})")
+    run.shapes[pr.label] = list(out_D.shape[1:])
+    run.search_runs[pi] = run.search_runs.get(pi, 0) + n
+    return out_D, out_Dp
+
+
+def _fit_pair(run: _Run, pi: int, out_D: np.ndarray, out_Dp: np.ndarray,
+              dists: list[tuple[str, Any]], fit_rng: np.random.Generator) -> list[_Candidate]:
+    """Every distinguisher fitted on the first share of the search runs, scoring the rest."""
+    n_fit, n_sel, n_test = run.sizes
+    n_fit = max(1, min(len(out_D) - 1, round(len(out_D) * n_fit / (n_fit + n_sel))))
+    label = run.pairs[pi].label
+    out = []
+    for name, fit in dists:
+        scorer = fit(out_D[:n_fit], out_Dp[:n_fit], fit_rng)
+        pos = safe_scores(scorer, out_D[n_fit:], name)
+        neg = safe_scores(scorer, out_Dp[n_fit:], name)
+        atoms = getattr(scorer, "atoms", None)
+        if atoms is not None and small_alphabet(atoms(out_D), atoms(out_Dp)):
+            # A table over few atoms (the patterns of a sparse vector, the index of a
+            # noisy max) is refitted and ranked on every search run: its atoms need all
+            # the counts to be told apart, and the pessimistic selection rates absorb the
+            # optimism of ranking a table on its own counts.
+            scorer = fit(out_D, out_Dp, fit_rng)
+            pos, neg = safe_scores(scorer, out_D, name), safe_scores(scorer, out_Dp, name)
+        sel = selection.Selection(f"{label} | {name}", pos, neg, n_test, n_test)
+        out.append(_Candidate(pi, name, scorer, sel))
+    return out
+
+
+
+# A small alphabet: at most this many distinct output rows, each seen this often on
+# average over the search runs of both worlds.
+SMALL_ALPHABET, ATOM_COUNT = 256, 50
+
+
+def small_alphabet(out_D: np.ndarray, out_Dp: np.ndarray) -> bool:
+    """Whether the outputs take few distinct values (rows), each seen many times.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> small_alphabet(rng.integers(0, 5, (1000, 1)), rng.integers(0, 5, (1000, 1)))
+    True
+    >>> small_alphabet(rng.normal(size=(1000, 1)), rng.normal(size=(1000, 1)))
+    False
+    """
+    rows = np.vstack([out_D, out_Dp]).reshape(len(out_D) + len(out_Dp), -1)
+    limit = min(SMALL_ALPHABET, rows.shape[0] // ATOM_COUNT)
+    # Rows are told apart by a random projection (equal rows project equally; distinct
+    # ones almost surely not), first on a few thousand of them: most outputs fail there.
+    w = np.random.default_rng(0).uniform(1.0, 2.0, rows.shape[1])
+    for part in (rows[:4096], rows):
+        keys = np.where(np.isnan(part), np.pi, part) @ w
+        if np.unique(keys).size > limit:
+            return False
+    return True
+
+
+def _choose_and_count(run: _Run, cands: list[_Candidate], method: str, alpha: float,
+                      top_k: int) -> tuple[stats.ThresholdBound, int]:
+    """Stage 2: plan on the selection scores, count the plans on fresh test runs."""
+    top_k = int(top_k)
+    if top_k < 1:
+        raise InputError(f"top_k must be >= 1, got {top_k}")
+    ranked = selection.rank_tests([c.select for c in cands], delta=run.setup.delta,
+                                  alpha=alpha / top_k, method=method, keep=top_k)
+    if method == "cp":
+        run.ranked = ranked
+    plans = ranked[:top_k]
+    results = []
+    for plan in plans:
+        c = cands[plan.candidate]
+        if c.test_pos is None or c.test_neg is None:
+            _score_test(run, cands, c.pair)
+        assert c.test_pos is not None and c.test_neg is not None
+        results.append((selection.bound_planned(plan, c.test_pos, c.test_neg,
+                                                delta=run.setup.delta,
+                                                alpha=alpha / len(plans),
+                                                label=c.select.label), plan.candidate))
+    return max(results, key=lambda r: r[0].epsilon)
+
+
+def _score_test(run: _Run, cands: list[_Candidate], pi: int) -> None:
+    """Draw the test runs of pair ``pi`` once, and score them by its every distinguisher."""
+    n_test = run.sizes[2]
+    mine = [c for c in cands if c.pair == pi]
+    scores: dict[int, list[list[np.ndarray]]] = {id(c): [[], []] for c in mine}
+    # In chunks of fixed size (each its own seeded stream): only scores are kept.
+    chunks = [min(TEST_CHUNK, n_test - a) for a in range(0, n_test, TEST_CHUNK)]
+    for world in (0, 1):
+        pr = run.pairs[pi]
+        root = run.streams[pi][2 * STAGES.index("test") + world]
+        for n, ss in zip(chunks, root.spawn(len(chunks)), strict=True):
+            out = sample(run.setup, pr.D if world == 0 else pr.D_prime, n, ss,
+                         run.block_size, run.execution)
+            for c in mine:
+                scores[id(c)][world].append(safe_scores(c.scorer, out, c.name))
+    for c in mine:
+        c.test_pos, c.test_neg = (np.concatenate(x) for x in scores[id(c)])
+
+
+# Test runs are drawn and scored this many at a time.
+TEST_CHUNK = 1 << 20
+
+
+def _report(run: _Run, cands: list[_Candidate],
+            cp: tuple[stats.ThresholdBound, int],
+            gdp: tuple[stats.ThresholdBound, int] | None,
+            dists: list[tuple[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    chosen, ci = gdp if gdp is not None else cp
+    n_fit, n_sel, n_test = run.sizes
+    tested = {c.pair for c in cands if c.test_pos is not None}
+    witness = run.pairs[cands[ci].pair]
+    details = {
+        "epsilon_lower_cp": cp[0].epsilon,
+        "epsilon_lower_gdp": None if gdp is None else gdp[0].epsilon,
+        "mu_lower": None if gdp is None else gdp[0].mu,
+        "epsilon_true": run.setup.epsilon_true,
+        "runs_total": 2 * (sum(run.search_runs.values()) + len(tested) * n_test),
+        "search_runs": {run.pairs[pi].label: n for pi, n in run.search_runs.items()},
+        "split": [n_fit, n_sel, n_test],
+        "pairs": [p.label for p in run.pairs],
+        "distinguishers": [n for n, _ in dists],
+        "pair": witness.label,
+        "distinguisher": cands[ci].name,
+        "statistic": chosen.statistic,
+        "relation": run.setup.relation,
+        "instance": list(run.setup.notes),
+    }
+    evidence: dict[str, Any] = {
+        "test": chosen.to_dict(),
+        "witness": witness.describe(),
+        "search": _search_summary(run, cands),
+        "output_shape": run.shapes,
+    }
+    if gdp is not None:
+        evidence["cp_test"] = cp[0].to_dict()
+    return details, evidence
+
+
+def _search_summary(run: _Run, cands: list[_Candidate]) -> list[dict[str, Any]]:
+    """Each candidate pair's best test as the selection anticipated it (descriptive)."""
+    best: dict[int, selection.PlannedTest] = {}
+    for p in run.ranked:  # best first
+        best.setdefault(cands[p.candidate].pair, p)
+    return [{"pair": run.pairs[pi].label, "distinguisher": cands[p.candidate].name,
+             "anticipated": p.anticipated, "fallback": p.fallback}
+            for pi, p in sorted(best.items(), key=lambda kv: -kv[1].anticipated)]

@@ -1,0 +1,443 @@
+"""Check kinds: what a suite entry can ask for, their typed options, and every check's result.
+
+A check kind is a class (:class:`CheckKind`) that owns its vertical: a frozen
+:class:`Options` dataclass (the typed schema a suite's ``[check.options]`` table is
+validated against when the suite is loaded, before anything runs) and ``run``, which turns
+an :class:`~dpverify.execution.experiment.Experiment` and its options into an :class:`Outcome`.
+Capabilities register their kind with :func:`register_kind` (``account`` in
+:mod:`dpverify.checks.account`, ``audit`` in :mod:`dpverify.checks.audit`, ``sensitivity``,
+``rate``, ``agree``...); the suite loader, the runner and the CLI loop over the registry
+instead of branching on names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Union
+
+from dpverify.core.claims import Verdict
+from dpverify.core.errors import InputError
+from dpverify.core.prose import Statement, inconclusive_reason
+from dpverify.execution.experiment import Experiment
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """One entry of a suite: which check, on what, with what parameters and expectation.
+
+    ``options`` are the check kind's own settings as written (validated against the
+    kind's :class:`Options` when the suite is loaded); ``thorough`` overrides some of them
+    at ``--scale thorough``.
+    """
+
+    id: str
+    kind: str
+    target: str
+    expected: Verdict = Verdict.PASS
+    params: Mapping[str, Any] = field(default_factory=dict)  # the algorithm's parameters
+    options: Mapping[str, Any] = field(default_factory=dict)  # the check's own settings
+    source: str = ""  # file:line, for error messages
+    description: str = ""  # the suite entry's own words, shown beside its result
+    thorough: Mapping[str, Any] = field(default_factory=dict)  # option overrides, thorough
+    reason: str = ""  # why the expectation is what it is, where it is not the derived one
+
+    def options_at(self, scale: str) -> dict[str, Any]:
+        """The options as they apply at ``scale`` (the thorough overrides merged in).
+
+        Examples
+        --------
+        >>> s = CheckSpec("a", "account", "noisy_gd:sound", options={"rtol": 0.1},
+        ...               thorough={"rtol": 0.01})
+        >>> s.options_at("quick"), s.options_at("thorough")
+        ({'rtol': 0.1}, {'rtol': 0.01})
+        """
+        return {**self.options, **(self.thorough if scale == "thorough" else {})}
+
+
+# Typed options ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Options:
+    """Base of every check kind's options: a frozen dataclass whose annotations are the schema.
+
+    :meth:`parse` checks a table's keys and value types against the fields (unknown keys
+    and wrong types are :class:`~dpverify.core.errors.InputError`, naming the key, the type and
+    the known keys); :meth:`validate` adds a kind's cross-field rules.
+    """
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], where: str = "") -> Options:
+        """Options from a table (a suite's ``[check.options]``, keyword arguments...).
+
+        Examples
+        --------
+        >>> @dataclass(frozen=True)
+        ... class Demo(Options):
+        ...     trials: int = 10
+        ...     rtol: float = 1e-3
+        >>> Demo.parse({"trials": 5, "rtol": 1})
+        Demo(trials=5, rtol=1.0)
+        >>> Demo.parse({"trails": 5}, "s.toml:3")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dpverify.core.errors.InputError: s.toml:3: unknown option 'trails'; known: [...]
+        """
+        prefix = f"{where}: " if where else ""
+        hints = typing.get_type_hints(cls)
+        fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+        values: dict[str, Any] = {}
+        for key, value in raw.items():
+            if key not in fields:
+                raise InputError(f"{prefix}unknown option {key!r}; known: {sorted(fields)}")
+            tp = hints[key]
+            if not conforms(value, tp):
+                raise InputError(f"{prefix}option {key!r} must be {type_name(tp)}, "
+                                 f"got {value!r}")
+            values[key] = _coerce(value, tp)
+        missing = [k for k, f in fields.items() if k not in values
+                   and f.default is dataclasses.MISSING
+                   and f.default_factory is dataclasses.MISSING]
+        if missing:
+            raise InputError(f"{prefix}missing required option(s) {missing}")
+        opts = cls(**values)
+        try:
+            opts.validate()
+        except InputError as e:
+            raise InputError(f"{prefix}{e}") from None
+        return opts
+
+    def validate(self) -> None:
+        """Cross-field rules of a kind (raise :class:`InputError`); none by default."""
+
+    def given(self) -> dict[str, Any]:
+        """The fields that differ from their defaults (what a command line must repeat)."""
+        out = {}
+        for f in dataclasses.fields(self):
+            default = (f.default if f.default is not dataclasses.MISSING
+                       else f.default_factory() if f.default_factory is not dataclasses.MISSING
+                       else dataclasses.MISSING)
+            v = getattr(self, f.name)
+            if default is dataclasses.MISSING or v != default:
+                out[f.name] = v
+        return out
+
+
+def conforms(value: Any, tp: Any) -> bool:
+    """Whether ``value`` (read from TOML or keyword arguments) fits the annotation ``tp``.
+
+    Examples
+    --------
+    >>> conforms(3, float), conforms(True, int), conforms(["a"], tuple[str, ...])
+    (True, False, True)
+    >>> conforms("auto", int | Literal["auto"]), conforms({"n": [1, 2]}, dict[str, Any])
+    (True, True)
+    """
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return True
+    if origin in (Union, types.UnionType):
+        return any(conforms(value, a) for a in args)
+    if tp is type(None):
+        return value is None
+    if origin is Literal:
+        return any(value == a and type(value) is type(a) for a in args)
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if tp is str:
+        return isinstance(value, str)
+    if origin in (list, tuple, Sequence) or tp in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            return False
+        item = args[0] if args else Any
+        return all(conforms(v, item) for v in value)
+    if origin in (dict, Mapping) or tp in (dict, Mapping):
+        if not isinstance(value, Mapping):
+            return False
+        vt = args[1] if len(args) == 2 else Any
+        return all(isinstance(k, str) and conforms(v, vt) for k, v in value.items())
+    return isinstance(value, tp) if isinstance(tp, type) else True
+
+
+def type_name(tp: Any) -> str:
+    """A reader's name for an annotation: ``a number``, ``one of 'cp', 'gdp'``...
+
+    Examples
+    --------
+    >>> type_name(float | None), type_name(Literal["cp", "gdp"])
+    ('a number or none', "one of 'cp', 'gdp'")
+    """
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (Union, types.UnionType):
+        return " or ".join(type_name(a) for a in args)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    names = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
+             type(None): "none", Any: "a value"}
+    if tp in names:
+        return names[tp]
+    if origin in (list, tuple, Sequence) or tp in (list, tuple):
+        return f"a list of {type_name(args[0])}s" if args else "a list"
+    if origin in (dict, Mapping) or tp in (dict, Mapping):
+        return "a table"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _coerce(value: Any, tp: Any) -> Any:
+    """Numbers where numbers are meant, tuples for lists (frozen options stay frozen)."""
+    origin = typing.get_origin(tp)
+    if tp is float and isinstance(value, int):
+        return float(value)
+    if origin in (Union, types.UnionType):
+        args = typing.get_args(tp)
+        if float in args and isinstance(value, int) and not isinstance(value, bool) \
+                and int not in args:
+            return float(value)
+        return value
+    if origin in (list, tuple, Sequence) and isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+# Check kinds ------------------------------------------------------------------------------
+
+
+class CheckKind:
+    """A kind of check: its typed options and how it runs on an experiment.
+
+    Subclasses set ``name`` and ``Options`` and implement :meth:`run`; :func:`register_kind`
+    makes them known to suites, the runner and the CLI.
+    """
+
+    name: ClassVar[str] = ""
+    Options: ClassVar[type[Options]] = Options
+    #: Whether the kind runs a registered algorithm's variant (False: it also takes a
+    #: user's ``module:function``, as audits and rate sweeps do).
+    registered_only: ClassVar[bool] = False
+
+    def options(self, raw: Mapping[str, Any], where: str = "") -> Options:
+        """The kind's options, parsed and validated."""
+        return self.Options.parse(raw, where)
+
+    #: The figures the report draws for this kind's records, by name: ``roc`` (the test's
+    #: ROC against the claim's trade-off curve), ``loss`` (the privacy-loss histogram of a
+    #: white-box audit), ``rate`` (the log-log fit with its band).
+    figures: ClassVar[tuple[str, ...]] = ()
+    #: The summary column the kind's verdicts count in: ``privacy`` (checks of the privacy
+    #: claim), ``rate`` (of the utility theorem), ``agreement`` (of the backends), ``other``.
+    column: ClassVar[str] = "other"
+
+    def run(self, exp: Experiment, options: Any) -> Outcome:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def statement(self, check: Mapping[str, Any], claim: str,
+                  info: Mapping[str, Any] | None) -> Statement:
+        """A record of this kind in plain words (``claim``: the variant's claim, worded).
+
+        ``info`` holds what the registry declares about the target (its utility theorem).
+        The default repeats the check's message.
+        """
+        return Statement("", str(check.get("message", "")), "")
+
+    def command(self, check: Mapping[str, Any]) -> list[str] | None:
+        """The subcommand that reproduces a record alone, without its ``--param``, seed and
+        scale arguments; ``None`` where the check's options have no flags."""
+        return None
+
+    def verdict_words(self, check: Mapping[str, Any]) -> str:
+        """The verdict in words a reviewer reads without a glossary ("INCONCLUSIVE: why")."""
+        v = str(check.get("verdict"))
+        why = inconclusive_reason(check)
+        return f"{v}: {why}" if why else v
+
+
+CHECK_KINDS: dict[str, CheckKind] = {}
+
+
+def register_kind(cls: type[CheckKind]) -> type[CheckKind]:
+    """Make a check kind known under ``cls.name``.
+
+    Examples
+    --------
+    >>> "account" in available_check_kinds()
+    True
+    """
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name")
+    CHECK_KINDS[cls.name] = cls()
+    return cls
+
+
+def get_kind(name: str, where: str = "") -> CheckKind:
+    """The registered check kind ``name``, or an :class:`InputError` listing the known ones."""
+    _load_builtin_kinds()
+    if name not in CHECK_KINDS:
+        prefix = f"{where}: " if where else ""
+        raise InputError(f"{prefix}unknown check kind {name!r}; known: {sorted(CHECK_KINDS)}")
+    return CHECK_KINDS[name]
+
+
+@dataclass
+class RunContext:
+    """Settings shared by every check of a run."""
+
+    seed: int = 0
+    scale: str = "quick"
+    trials: int | None = None  # overrides a check's own trial count when set
+    workers: int = 1
+    executor: str = "local"
+    scheduler: str | None = None
+    backend: str = "numpy"
+    progress: Callable[[str, float], None] | None = None
+    report_dir: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_args(cls, args: Any, **overrides: Any) -> RunContext:
+        """The context of a command line: the shared options every subcommand takes.
+
+        Examples
+        --------
+        >>> import argparse
+        >>> RunContext.from_args(argparse.Namespace(seed=3, workers=2, quiet=True)).extras
+        {'quiet': True, 'checkpoint': None}
+        """
+        seed = getattr(args, "seed", None)
+        kw: dict[str, Any] = {
+            "seed": 0 if seed is None else seed,
+            "scale": getattr(args, "scale", "quick"),
+            "trials": getattr(args, "trials", None),
+            "workers": getattr(args, "workers", 1) or 1,
+            "executor": getattr(args, "executor", "local"),
+            "scheduler": getattr(args, "scheduler", None),
+            "backend": getattr(args, "backend", "numpy"),
+            "report_dir": getattr(args, "report_dir", None),
+            "extras": {"quiet": bool(getattr(args, "quiet", False)),
+                       "checkpoint": getattr(args, "checkpoint", None)},
+        }
+        extras = overrides.pop("extras", {})
+        kw.update(overrides)
+        kw["extras"].update(extras)
+        return cls(**kw)
+
+
+@dataclass
+class Outcome:
+    """What a check kind returns: its verdict, the numbers behind it, and a sentence."""
+
+    verdict: Verdict
+    metrics: dict[str, Any] = field(default_factory=dict)
+    evidence: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+
+
+@dataclass
+class CheckResult:
+    """A finished check, as written to ``report.json``."""
+
+    spec: CheckSpec
+    outcome: Outcome
+    seconds: float
+
+    @property
+    def met(self) -> bool:
+        return self.outcome.verdict == self.spec.expected
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.spec.id,
+            "kind": self.spec.kind,
+            "target": self.spec.target,
+            "expected": self.spec.expected.value,
+            "verdict": self.outcome.verdict.value,
+            "met": self.met,
+            "metrics": jsonable(self.outcome.metrics),
+            "evidence": jsonable(self.outcome.evidence),
+            "message": self.outcome.message,
+            "params": jsonable(dict(self.spec.params)),
+            "options": jsonable(dict(self.spec.options)),
+            "seconds": round(self.seconds, 3),
+            # Only when the suite gave one: records without it stay as they were.
+            **({"description": self.spec.description} if self.spec.description else {}),
+            # Why the expectation differs from the one the variant's findings derive.
+            **({"reason": self.spec.reason} if self.spec.reason else {}),
+        }
+
+
+def available_check_kinds() -> list[str]:
+    _load_builtin_kinds()
+    return sorted(CHECK_KINDS)
+
+
+def _load_builtin_kinds() -> None:
+    import dpverify.checks.kinds  # noqa: F401  (registers the built-in kinds)
+
+
+def run_check(spec: CheckSpec, ctx: RunContext) -> CheckResult:
+    """Run one check and time it.
+
+    Examples
+    --------
+    >>> spec = CheckSpec("a", "account", "noisy_gd:sound", params={"T": 5})
+    >>> run_check(spec, RunContext()).outcome.verdict
+    <Verdict.PASS: 'PASS'>
+    """
+    where = spec.source or spec.id
+    kind = get_kind(spec.kind, where)
+    t0 = time.perf_counter()
+    try:
+        options = kind.options(spec.options_at(ctx.scale), where)
+        exp = Experiment.from_context(spec.target, spec.params, ctx)
+        outcome = kind.run(exp, options)
+    except InputError as e:
+        if str(e).startswith(where):
+            raise
+        raise InputError(f"{where}: {e}") from None
+    except Exception as e:  # a crashing check is reported, not allowed to sink the run
+        import traceback
+
+        outcome = Outcome(
+            Verdict.INCONCLUSIVE,
+            {"error": f"{type(e).__name__}: {e}"},
+            {"traceback": traceback.format_exc(limit=8)},
+            f"the check raised {type(e).__name__}: {e}",
+        )
+    return CheckResult(spec, outcome, time.perf_counter() - t0)
+
+
+def jsonable(obj: Any) -> Any:
+    """Plain JSON types: numpy scalars and arrays become numbers and lists, inf a string."""
+    import numpy as np
+
+    if isinstance(obj, Mapping):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        x = float(obj)
+        if math.isnan(x):
+            return "nan"
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return x
+    if isinstance(obj, Verdict):
+        return obj.value
+    if isinstance(obj, (str, int, bool)) or obj is None:
+        return obj
+    return str(obj)

@@ -1,0 +1,471 @@
+"""The conformance battery: register an algorithm and it is checked.
+
+Like scikit-learn's ``check_estimator``, every registered variant gets the same checks,
+generated from its declarations rather than typed into a suite:
+
+==================  =====================================================================
+``outputs``         the run returns finite outputs with a leading trial axis
+``setting``         the public setting built from D and from D' is the same, field by field
+``determinism``     results do not depend on the order blocks run in, on a rerun, on other
+                    trials' data (trial separability), or (with ``workers``) on processes
+``account``         the accountant's epsilon on the executed ledger is within the claim
+``sensitivity``     replay on canaries and a hypothesis search: no release moves more
+                    than it declares
+``audit.whitebox``  the exact privacy loss of the replayed releases, on the worst pair
+``audit.blackbox``  distinguishing tests on the outputs
+``agree``           NumPy and torch give the same trajectory and distribution
+==================  =====================================================================
+
+The expectation of each is derived, not typed: FAIL exactly where one of the variant's
+declared :class:`~dpverify.core.claims.Finding` names the check (``audit`` names both audits),
+PASS otherwise; a deliberate exception is a :class:`~dpverify.core.registry.CheckConfig` with
+``expected`` and its ``reason``. Test sizes and per-check settings are declared on the
+algorithm and variant (:class:`~dpverify.core.registry.Battery`).
+
+From the command line, ``dpverify check TARGET`` (``name``, ``name:variant``, the name of
+an installed package's ``dpverify.algorithms`` entry point, or nothing for every registered
+algorithm); from pytest, :func:`parametrize_with_checks`; from a suite file,
+``battery = [...]`` in its ``[suite]`` table.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpverify.checks.base import (
+    CheckKind,
+    CheckResult,
+    CheckSpec,
+    Options,
+    Outcome,
+    RunContext,
+    register_kind,
+    run_check,
+)
+from dpverify.core.claims import Verdict
+from dpverify.core.curator import Curator
+from dpverify.core.data import Dataset, make_pair
+from dpverify.core.errors import InputError, check_positive
+from dpverify.core.registry import Battery, Target, all_algorithms, get_algorithm, resolve
+from dpverify.execution.experiment import Experiment
+from dpverify.execution.trials import OutputBlock, run_blocks, seed_streams
+
+__all__ = ["BATTERY", "BatteryCheck", "battery_specs", "check_targets",
+           "expected_verdict", "parametrize_with_checks", "resolve_check_targets"]
+
+
+@dataclass(frozen=True)
+class BatteryCheck:
+    """One check of the battery: its name, the kind that runs it and its default options."""
+
+    name: str
+    kind: str
+    options: dict[str, Any] = field(default_factory=dict)
+    thorough: dict[str, Any] = field(default_factory=dict)
+
+
+BATTERY: tuple[BatteryCheck, ...] = (
+    BatteryCheck("outputs", "outputs"),
+    BatteryCheck("setting", "setting"),
+    BatteryCheck("determinism", "determinism", thorough={"workers": 2}),
+    BatteryCheck("account", "account"),
+    BatteryCheck("sensitivity", "sensitivity", {"search": "all"}),
+    # Fixed sizes: a variant's battery declares larger or smaller ones where it needs them.
+    BatteryCheck("audit.whitebox", "audit", {"mode": "whitebox", "trials": 1000}),
+    BatteryCheck("audit.blackbox", "audit", {"mode": "blackbox", "trials": 20000}),
+    BatteryCheck("agree", "agree"),
+)
+BATTERY_NAMES = tuple(b.name for b in BATTERY)
+
+
+def expected_verdict(target: Target, name: str) -> Verdict:
+    """FAIL where a declared finding of the variant names check ``name``, else PASS.
+
+    A finding that names ``audit`` is detected by both audits.
+
+    Examples
+    --------
+    >>> t = resolve("noisy_gd:planted_half_steps")  # detected_by account and audit
+    >>> [expected_verdict(t, n).value for n in ("account", "sensitivity", "audit.blackbox")]
+    ['FAIL', 'PASS', 'FAIL']
+    """
+    for finding in target.variant.findings:
+        for by in finding.detected_by:
+            if by == name or (by == "audit" and name.startswith("audit.")):
+                return Verdict.FAIL
+    return Verdict.PASS
+
+
+def target_battery(target: Target) -> Battery:
+    """The variant's battery declarations laid over its algorithm's."""
+    return target.variant.battery.over(target.algorithm.battery)
+
+
+def battery_specs(target: Target, names: Sequence[str] | None = None) -> list[CheckSpec]:
+    """The battery's checks for one variant, with their derived (or overridden) expectations.
+
+    Examples
+    --------
+    >>> specs = battery_specs(resolve("noisy_gd:planted_no_clip"))
+    >>> [(s.id, s.expected.value) for s in specs][:5]  # doctest: +NORMALIZE_WHITESPACE
+    [('noisy_gd.planted_no_clip.outputs', 'PASS'), ('noisy_gd.planted_no_clip.setting', 'PASS'),
+     ('noisy_gd.planted_no_clip.determinism', 'PASS'),
+     ('noisy_gd.planted_no_clip.account', 'PASS'),
+     ('noisy_gd.planted_no_clip.sensitivity', 'FAIL')]
+    """
+    unknown = sorted(set(names or ()) - set(BATTERY_NAMES))
+    if unknown:
+        raise InputError(f"unknown battery check(s) {unknown}; known: {list(BATTERY_NAMES)}")
+    battery = target_battery(target)
+    stray = sorted(set(battery.checks) - set(BATTERY_NAMES))
+    if stray:
+        raise InputError(f"{target.id} configures unknown battery check(s) {stray}; known: "
+                         f"{list(BATTERY_NAMES)}")
+    base = f"{target.algorithm.name}.{target.variant.name}"
+    specs = []
+    for check in BATTERY:
+        if names and check.name not in names:
+            continue
+        for cfg in battery.configs(check.name):
+            if cfg.skip:
+                continue
+            derived = expected_verdict(target, check.name)
+            expected = Verdict.parse(cfg.expected) if cfg.expected else derived
+            specs.append(CheckSpec(
+                id=f"{base}.{check.name}" + (f".{cfg.suffix}" if cfg.suffix else ""),
+                kind=check.kind, target=target.id, expected=expected,
+                params={**battery.params, **cfg.params},
+                options={**check.options, **cfg.options},
+                thorough={**check.thorough, **cfg.thorough},
+                source=f"the battery of {target.id}", description=cfg.description,
+                reason=cfg.reason if expected != derived else ""))
+    return specs
+
+
+def skipped_checks(target: Target) -> dict[str, str]:
+    """Battery checks the variant declares not applicable, with the reason for each."""
+    battery = target_battery(target)
+    return {c.name + (f".{cfg.suffix}" if cfg.suffix else ""): cfg.skip
+            for c in BATTERY for cfg in battery.configs(c.name) if cfg.skip}
+
+
+# What to check --------------------------------------------------------------------------
+
+
+def _entry_points() -> dict[str, list[str]]:
+    """Each ``dpverify.algorithms`` entry point's name and module, with its algorithms."""
+    out: dict[str, list[str]] = {}
+    for ep in importlib.metadata.entry_points(group="dpverify.algorithms"):
+        try:
+            obj = ep.load()
+            algos = obj() if callable(obj) else obj
+        except Exception:  # noqa: BLE001  (the registry warns about a broken plugin)
+            continue
+        names = [a.name for a in algos]
+        out.setdefault(ep.name, []).extend(names)
+        module = ep.value.partition(":")[0]
+        for key in {module, module.partition(".")[0]}:
+            out.setdefault(key, []).extend(names)
+    return out
+
+
+def resolve_check_targets(specs: Sequence[str] | None) -> list[Target]:
+    """The variants named by ``specs``: ``name``, ``name:variant``, an entry point or
+    package name (every algorithm it registers), or nothing (every registered algorithm).
+
+    Examples
+    --------
+    >>> [t.id for t in resolve_check_targets(["noisy_gd:sound"])]
+    ['noisy_gd:sound']
+    >>> len(resolve_check_targets(["baselines"])) == len(resolve_check_targets(["noisy_gd",
+    ...                                                                      "dp_sgd"]))
+    True
+    """
+    if not specs:
+        return [Target(a, v) for a in all_algorithms() for v in a.variants.values()]
+    out: list[Target] = []
+    packages: dict[str, list[str]] | None = None
+    for spec in specs:
+        name, sep, variant = str(spec).partition(":")
+        if sep:
+            out.append(resolve(spec))
+            continue
+        try:
+            algo = get_algorithm(name)
+        except InputError:
+            packages = _entry_points() if packages is None else packages
+            if name not in packages:
+                raise InputError(f"{spec!r} is neither a registered algorithm nor a package "
+                                 f"that registers algorithms; packages: {sorted(packages)}; "
+                                 f"algorithms: {[a.name for a in all_algorithms()]}") from None
+            out += [Target(a, v) for n in dict.fromkeys(packages[name])
+                    for a in [get_algorithm(n)] for v in a.variants.values()]
+            continue
+        out += [Target(algo, v) for v in algo.variants.values()]
+    return list({t.id: t for t in out}.values())
+
+
+def check_targets(specs: Sequence[str] | None,
+                  names: Sequence[str] | None = None) -> list[CheckSpec]:
+    """Every battery check of the variants ``specs`` names (see :func:`resolve_check_targets`)."""
+    return [s for t in resolve_check_targets(specs) for s in battery_specs(t, names)]
+
+
+# The checks the battery adds to the other kinds -----------------------------------------
+
+
+@dataclass(frozen=True)
+class OutputsOptions(Options):
+    """``trials``: how many runs at once (the trial axis the outputs must carry)."""
+
+    trials: int = 4
+
+
+@register_kind
+class OutputsCheck(CheckKind):
+    """A run of ``trials`` trials returns finite outputs with a leading trial axis."""
+
+    name = "outputs"
+    Options = OutputsOptions
+    registered_only = True
+
+    def run(self, exp: Experiment, options: OutputsOptions) -> Outcome:
+        k = exp.trial_count(options.trials, 4)
+        with np.errstate(all="ignore"):
+            out, cur = exp.run(trials=k, rng=seed_streams(exp.seed, 2)[1])
+        arr = np.asarray(cur.backend.to_numpy(out), dtype=float)
+        metrics = {"trials": k, "shape": list(arr.shape), "releases": len(cur.ledger)}
+        if arr.ndim < 1 or arr.shape[0] != k:
+            return Outcome(Verdict.FAIL, metrics, {}, f"the output has shape {arr.shape}: "
+                           f"no leading axis of the {k} trials")
+        bad = int(np.sum(~np.isfinite(arr)))
+        metrics["nonfinite"] = bad
+        if bad:
+            rows = np.flatnonzero(~np.isfinite(arr.reshape(k, -1)).all(axis=1)).tolist()
+            return Outcome(Verdict.FAIL, metrics, {"trials_nonfinite": rows},
+                           f"{bad} non-finite output values, in trials {rows}")
+        return Outcome(Verdict.PASS, metrics, {}, f"{k} trials, outputs of shape "
+                       f"{tuple(arr.shape)}, all finite ({len(cur.ledger)} releases)")
+
+
+#: Canaries the setting check builds neighbours with (a rerun of the setting is cheap).
+SETTING_PAIRS = ("fresh_direction", "clip_boundary", "outlier", "random")
+
+
+@dataclass(frozen=True)
+class SettingOptions(Options):
+    """``neighbours``: canary generators; ``relation``: ``claim`` (the claim's relation) or
+    ``both``."""
+
+    neighbours: tuple[str, ...] = SETTING_PAIRS
+    relation: str = "both"
+
+
+@register_kind
+class SettingCheck(CheckKind):
+    """The public setting built from D and from D' must be the same, field by field."""
+
+    name = "setting"
+    Options = SettingOptions
+    column = "privacy"
+    registered_only = True
+
+    def run(self, exp: Experiment, options: SettingOptions) -> Outcome:
+        relations = (("add_remove", "replace_one") if options.relation == "both"
+                     else (exp.claim.relation,))
+        base = exp.problem.data
+        rng = np.random.default_rng(seed_streams(exp.seed, 3)[2])
+        found: list[dict[str, Any]] = []
+        pairs = 0
+        for relation in relations:
+            for gen in options.neighbours:
+                pair = make_pair(gen, base, rng, relation)
+                pairs += 1
+                diff = exp.setting(pair.D).differences(exp.setting(pair.D_prime))
+                if diff:
+                    found.append({"generator": gen, "relation": relation, "fields": diff})
+        metrics = {"pairs": pairs, "differing_pairs": len(found),
+                   "fields": sorted({f for d in found for f in d["fields"]})}
+        if found:
+            first = found[0]
+            return Outcome(Verdict.FAIL, metrics, {"differences": found},
+                           f"the public setting differs between D and D' in "
+                           f"{', '.join(metrics['fields'])} ({len(found)} of {pairs} pairs; "
+                           f"first: {first['generator']}, {first['relation']}): the variant "
+                           "derives it from the records without a release")
+        return Outcome(Verdict.PASS, metrics, {}, f"the same public setting on D and D' for "
+                       f"{pairs} pairs under {', '.join(relations)}")
+
+
+@dataclass(frozen=True)
+class DeterminismOptions(Options):
+    """``trials`` in blocks of ``block_size``; ``workers`` > 0 also runs the blocks in that
+    many local processes."""
+
+    trials: int = 8
+    block_size: int = 4
+    workers: int = 0
+
+    def validate(self) -> None:
+        check_positive(self.trials, "trials", integer=True)
+        check_positive(self.block_size, "block_size", integer=True)
+        if self.workers < 0:
+            raise InputError(f"workers must be >= 0, got {self.workers}")
+
+
+@register_kind
+class DeterminismCheck(CheckKind):
+    """Results depend on the seed and the block size alone.
+
+    The same blocks give bit-identical outputs run in order and in reverse (no state
+    carried from block to block, no global random stream), in worker processes when asked,
+    and each trial's output is the same whatever data the block's other trials hold
+    (trials are separable: the batched run is K independent runs).
+    """
+
+    name = "determinism"
+    Options = DeterminismOptions
+    registered_only = True
+
+    def run(self, exp: Experiment, options: DeterminismOptions) -> Outcome:
+        trials = exp.trial_count(options.trials, 8)
+        k = min(options.block_size, trials)
+        data = exp.problem.data
+        seed = seed_streams(exp.seed, 4)[3]
+        fn = OutputBlock(exp.target, exp.params, exp.problem, data, exp.backend)
+        with np.errstate(all="ignore"):
+            forward = run_blocks(fn, trials, seed=_copy(seed), block_size=k).concatenate()
+            backward = _reversed_blocks(fn, trials, _copy(seed), k)
+            parallel = (run_blocks(fn, trials, seed=_copy(seed), block_size=k,
+                                   executor="local", workers=options.workers).concatenate()
+                        if options.workers > 0 else None)
+            separable, moved = _trial_separable(exp, data, k, seed)
+        problems = []
+        if not _same(forward, backward):
+            problems.append("blocks run in reverse order give other outputs (state carried "
+                            "between blocks, or a global random stream)")
+        if parallel is not None and not _same(forward, parallel):
+            problems.append(f"{options.workers} worker processes give other outputs")
+        if not separable:
+            problems.append(f"trial 0's output moves by {moved:.3g} when the block's other "
+                            "trials hold other data: trials are not independent runs")
+        metrics = {"trials": trials, "block_size": k, "workers": options.workers,
+                   "separable": separable, "reordered_identical": _same(forward, backward)}
+        if problems:
+            return Outcome(Verdict.FAIL, metrics, {}, "; ".join(problems))
+        return Outcome(Verdict.PASS, metrics, {}, f"{trials} trials in blocks of {k}: "
+                       "identical in reverse block order" +
+                       (f" and on {options.workers} workers" if options.workers else "") +
+                       "; each trial independent of the others' data")
+
+
+def _copy(ss: np.random.SeedSequence) -> np.random.SeedSequence:
+    """A fresh copy: spawning children advances a SeedSequence, and each run needs the same."""
+    return np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key, pool_size=ss.pool_size)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True))
+
+
+def _reversed_blocks(fn: OutputBlock, trials: int, seed: Any, k: int) -> np.ndarray:
+    sizes = [min(k, trials - s) for s in range(0, trials, k)]
+    seeds = seed_streams(seed, len(sizes))
+    out: list[Any] = [None] * len(sizes)
+    for i in reversed(range(len(sizes))):
+        out[i] = fn(seeds[i], sizes[i], i)
+    return np.concatenate(out, axis=0)
+
+
+def _trial_separable(exp: Experiment, data: Dataset, k: int, seed: Any) -> tuple[bool, float]:
+    """Trial 0 of a block, with the other trials on D and then on other records.
+
+    Both runs hold the same slots (D's records, then as many others), so every random draw
+    is the same; only the data the other trials see differs.
+    """
+    if k < 2:
+        return True, 0.0
+    # Other records of the same kind: D's own, drawn with replacement.
+    idx = np.random.default_rng(seed_streams(_copy(seed), 2)[1]).integers(0, data.n, data.n)
+    other = Dataset(data.X[idx], data.y[idx], data.allow_nonfinite)
+    slots = Dataset(np.vstack([data.X, other.X]), np.concatenate([data.y, other.y]),
+                    data.allow_nonfinite)
+    n = data.n
+    same = np.zeros((k, 2 * n), dtype=bool)
+    same[:, :n] = True
+    mixed = same.copy()
+    mixed[1:] = ~same[1:]
+    setting = exp.setting(data)
+    outs = []
+    for mask in (same, mixed):
+        cur = Curator.membership(slots, mask, trials=k, rng=seed_streams(_copy(seed), 1)[0],
+                                 backend=exp.backend, n_public=n)
+        out = exp.target.variant.run(cur, setting, exp.params)
+        outs.append(np.asarray(cur.backend.to_numpy(out), dtype=float).reshape(k, -1)[0])
+    a, b = outs
+    if a.shape == b.shape and np.array_equal(a, b, equal_nan=True):
+        return True, 0.0
+    if a.shape != b.shape:
+        return False, math.inf
+    with np.errstate(invalid="ignore"):
+        return False, float(np.nanmax(np.abs(a - b))) if np.isfinite(a - b).any() else math.inf
+
+
+# pytest ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BatteryTest:
+    """One battery check as a pytest parameter: call it to run it and assert it was met."""
+
+    spec: CheckSpec
+    seed: int = 0
+    scale: str = "quick"
+
+    def __call__(self) -> CheckResult:
+        res = run_check(self.spec, RunContext(seed=self.seed, scale=self.scale))
+        if not res.met:
+            o = res.outcome
+            raise AssertionError(
+                f"{self.spec.id}: {o.verdict.value}, expected {self.spec.expected.value}: "
+                f"{o.message}\nmetrics: {o.metrics}")
+        return res
+
+    def __repr__(self) -> str:
+        return self.spec.id
+
+
+def parametrize_with_checks(targets: Iterable[str] | str | None = None, *,
+                            names: Sequence[str] | None = None, seed: int = 0,
+                            scale: str = "quick") -> Any:
+    """A ``pytest.mark.parametrize`` over the battery of ``targets``, one test per check.
+
+    ``targets`` as for ``dpverify check`` (``name``, ``name:variant``, a package's entry
+    point, or ``None`` for everything registered); ``names`` picks battery checks.
+
+    Examples
+    --------
+    >>> mark = parametrize_with_checks(["noisy_gd:sound"], names=["account"])
+    >>> mark.args[0], [p.id for p in mark.args[1]] == ["noisy_gd.sound.account"]
+    ('check', True)
+
+    In a test file::
+
+        from dpverify.checks.conformance import parametrize_with_checks
+
+        @parametrize_with_checks(["my_algorithm"])
+        def test_my_algorithm(check):
+            check()
+    """
+    import pytest
+
+    specs = check_targets([targets] if isinstance(targets, str) else
+                          (list(targets) if targets is not None else None), names)
+    return pytest.mark.parametrize(
+        "check", [pytest.param(BatteryTest(s, seed, scale), id=s.id) for s in specs])

@@ -1,0 +1,107 @@
+"""The ``mia`` check kind: membership inference against a target's privacy claim.
+
+A suite entry::
+
+    [[check]]
+    id = "dp_sgd.sound.mia"
+    kind = "mia"
+    target = "dp_sgd:sound"
+    expected = "PASS"
+    [check.params]
+    n = 200
+    [check.options]
+    trials = 4000
+    attack = "lira"            # lira | loss | auto
+    design = "poisson"         # poisson | single
+    pool = 16
+    records = "data"           # data | outlier | clip_boundary | fresh_direction
+    nonmembers = "pool"        # pool | module:function (held-out records: not the DP game)
+    confidence = 0.95
+
+FAIL when the attack's evidence exceeds what the claim allows at the stated confidence
+(its bounded ROC point above the DP ceiling, or its AUC lower bound above the ceiling's
+area); PASS otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from dpverify.checks.base import CheckKind, Options, Outcome, register_kind
+from dpverify.checks.mia.core import DEFAULT_TRIALS, MiaResult, membership_inference
+from dpverify.core.prose import Statement, fmt, metrics_of, order_sentence
+from dpverify.execution.experiment import Experiment
+
+
+@dataclass(frozen=True)
+class MiaOptions(Options):
+    """The keyword options of :func:`membership_inference` a suite may give; ``None``
+    leaves the function's default."""
+
+    epsilon: float | None = None
+    delta: float | None = None
+    trials: int | None = None
+    attack: str | None = None
+    design: str | None = None
+    pool: int | None = None
+    records: str | None = None
+    confidence: float | None = None
+    splits: tuple[float, ...] | None = None
+    statistic: str | None = None
+    data: str | None = None
+    nonmembers: str | None = None
+    auc_test: bool | None = None
+    relation: str | None = None
+    block_size: int | str | None = None
+    accountant: bool | None = None
+    detect_probability: float | None = None
+
+
+@register_kind
+class MiaCheck(CheckKind):
+    """Membership inference against the claim: FAIL when the evidence exceeds its ceiling."""
+
+    name = "mia"
+    Options = MiaOptions
+    column = "privacy"
+    figures = ("roc",)
+
+    def run(self, exp: Experiment, options: MiaOptions) -> Outcome:
+        return mia_of(exp, options).to_outcome()
+
+    def statement(self, check: Mapping[str, Any], claim: str,
+                  info: Mapping[str, Any] | None) -> Statement:
+        m = metrics_of(check)
+        measured = (f"A {m.get('attack', '?')} membership-inference attack ({m.get('design', '')}, "
+                    f"{fmt(m.get('trials'))} trials) reaches AUC {fmt(m.get('auc'), 3)} (the claim "
+                    f"allows at most {fmt(m.get('auc_ceiling'), 3)}) and proves ε ≥ "
+                    f"{fmt(m.get('epsilon_lower'))}. {order_sentence(m)}")
+        short = (f"AUC {fmt(m.get('auc'), 3)} against the claim's ceiling "
+                 f"{fmt(m.get('auc_ceiling'), 3)}; ε ≥ {fmt(m.get('epsilon_lower'))} at "
+                 f"confidence {fmt(m.get('confidence'))}")
+        return Statement(f"The target claims {claim}.", measured,
+                         f"Bounds hold with confidence {fmt(m.get('confidence'))}.", short)
+
+
+def mia_of(exp: Experiment, options: MiaOptions) -> MiaResult:
+    """The membership-inference game of a check: ``options`` applied to the experiment.
+
+    The run's ``--trials`` overrides the check's own trial count.
+
+    Examples
+    --------
+    >>> r = mia_of(Experiment("noisy_gd:sound", {"T": 3, "n": 40}),
+    ...            MiaOptions(attack="loss", trials=200, pool=4))
+    >>> r.trials, r.verdict.value
+    (200, 'PASS')
+    """
+    kw = {f.name: getattr(options, f.name) for f in fields(options)
+          if getattr(options, f.name) is not None}
+    kw["trials"] = exp.trial_count(options.trials, DEFAULT_TRIALS)
+    kw.update(params=dict(exp.overrides), seed=exp.seed, scale=exp.scale.value,
+              backend=exp.backend)
+    if exp.execution is not None:
+        kw["execution"] = exp.execution
+    return membership_inference(exp.spec, **kw)

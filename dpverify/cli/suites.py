@@ -1,0 +1,438 @@
+"""Suite files: schema, loading with errors that name file, line and value, and running.
+
+A suite is a TOML file::
+
+    [suite]
+    name = "smoke"
+    seed = 0                      # optional root seed
+    battery = ["noisy_gd"]        # optional: the conformance battery of these targets
+
+    [[check]]
+    id = "noisy_gd.sound.account"
+    kind = "account"
+    target = "noisy_gd:sound"     # name:variant, or module:function for a user's callable
+    expected = "PASS"             # PASS | FAIL | INCONCLUSIVE
+    [check.params]                # algorithm parameter overrides
+    T = 10
+    [check.options]               # options of the check kind
+    rtol = 1e-3
+    [check.thorough]              # option overrides at --scale thorough (optional)
+    trials = 100000
+
+Every file is validated before any check runs, so bad input costs nothing and writes
+nothing. ``battery`` generates the conformance battery's checks of the named algorithms,
+variants or packages (:mod:`dpverify.checks.conformance`) ahead of the suite's own: a suite holds
+only what the battery does not check.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from dpverify.checks.base import CheckKind, CheckResult, CheckSpec, RunContext, get_kind
+from dpverify.checks.conformance import check_targets
+from dpverify.checks.runner import run_checks, warning_summary, with_params
+from dpverify.cli.app import parse_params
+from dpverify.core.claims import Verdict, check_relation
+from dpverify.core.errors import InputError, check_delta, check_epsilon, check_positive
+from dpverify.core.registry import all_algorithms, is_registered_target, load_callable, resolve
+from dpverify.report.io import write_json_atomic
+from dpverify.report.runs import RunOutput
+from dpverify.report.writer import (
+    compare_baseline,
+    load_report,
+    report_dict,
+    summary_table,
+    write_reports,
+)
+
+_CHECK_KEYS = {"id", "kind", "target", "expected", "params", "options", "thorough",
+               "description"}
+# Keys whose values are privacy parameters wherever they appear.
+_EPSILON_KEYS = {"epsilon", "target_epsilon"}
+_DELTA_KEYS = {"delta", "target_delta"}
+_RHO_KEYS = {"rho", "target_rho"}
+
+
+@dataclass
+class Suite:
+    """A loaded, validated suite file."""
+
+    path: Path
+    name: str
+    checks: list[CheckSpec]
+    seed: int | None = None
+    description: str = ""
+
+
+@dataclass
+class SuiteRun:
+    """The results of running suites."""
+
+    suites: list[Suite]
+    results: list[CheckResult] = field(default_factory=list)
+    seed: int = 0
+    scale: str = "quick"
+    suite_seeds: list[int] = field(default_factory=list)  # the root seed each suite ran with
+    param_overrides: dict[str, Any] = field(default_factory=dict)  # run --param
+    placement: dict[str, str] = field(default_factory=dict)  # check id -> where it ran
+
+    @property
+    def all_met(self) -> bool:
+        return all(r.met for r in self.results)
+
+
+def _line_of(text: str, check_index: int | None, key: str | None) -> int:
+    """1-based line of ``key`` inside the ``check_index``-th ``[[check]]`` block."""
+    lines = text.splitlines()
+    start, end = 0, len(lines)
+    if check_index is not None:
+        heads = [i for i, ln in enumerate(lines) if re.match(r"\s*\[\[\s*check\s*\]\]", ln)]
+        if check_index < len(heads):
+            start = heads[check_index]
+            end = heads[check_index + 1] if check_index + 1 < len(heads) else len(lines)
+    if key is not None:
+        pat = re.compile(rf"^\s*\"?{re.escape(key)}\"?\s*=")
+        for i in range(start, end):
+            if pat.match(lines[i]):
+                return i + 1
+    return start + 1
+
+
+def _fail(path: Path, text: str, idx: int | None, key: str | None, msg: str) -> InputError:
+    return InputError(f"{path}:{_line_of(text, idx, key)}: {msg}")
+
+
+def _check_privacy_values(table: dict[str, Any], where: Callable[[str], str], *,
+                          option: bool = False) -> None:
+    def relation(v: Any, k: str) -> Any:
+        # A check's own relation option may also ask for every relation or the claim's.
+        return v if option and v in ("both", "claim") else check_relation(v)
+
+    checkers: tuple[tuple[set[str], Callable[[Any, str], Any]], ...] = (
+        (_EPSILON_KEYS, check_epsilon),
+        (_DELTA_KEYS, check_delta),
+        (_RHO_KEYS, lambda v, k: check_positive(v, k)),
+        ({"relation"}, relation),
+    )
+    for k, v in table.items():
+        for keys, check in checkers:
+            if k in keys:
+                try:
+                    check(v, k)
+                except InputError as e:
+                    raise InputError(f"{where(k)}: {e}") from None
+        if isinstance(v, float) and not math.isfinite(v):
+            raise InputError(f"{where(k)}: {k} must be finite, got {v!r}")
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Load and validate one suite file.
+
+    Errors name the file, the line and the bad value.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.toml"
+    >>> _ = p.write_text('[[check]]\\nid = "a"\\nkind = "account"\\ntarget = "nope:sound"\\n')
+    >>> try:
+    ...     load_suite(p)
+    ... except InputError as e:
+    ...     print(str(e).split(": ", 1)[1].split(";")[0])
+    unknown algorithm 'nope'
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"no suite file {str(path)!r}")
+    text = path.read_text(encoding="utf-8")
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"{path}: invalid TOML: {e}") from None
+    head = doc.get("suite", {})
+    if not isinstance(head, dict):
+        raise _fail(path, text, None, "suite", "[suite] must be a table")
+    unknown_head = sorted(set(head) - {"name", "seed", "description", "battery"})
+    if unknown_head:
+        raise _fail(path, text, None, unknown_head[0], f"unknown key {unknown_head[0]!r} in "
+                    "[suite]; allowed: battery, description, name, seed")
+    unknown_top = set(doc) - {"suite", "check"}
+    if unknown_top:
+        key = sorted(unknown_top)[0]
+        raise _fail(path, text, None, key, f"unknown top-level key {key!r}")
+    entries = doc.get("check", [])
+    battery = _battery(head, path, text)
+    if not isinstance(entries, list) or not (entries or battery):
+        raise _fail(path, text, None, None, "a suite needs at least one [[check]] entry")
+    seen: set[str] = {s.id for s in battery}
+    checks: list[CheckSpec] = list(battery)
+    for i, entry in enumerate(entries):
+        def where(key: str | None, i: int = i) -> str:
+            return f"{path}:{_line_of(text, i, key)}"
+
+        if not isinstance(entry, dict):
+            raise InputError(f"{where(None)}: check #{i + 1} must be a table ([[check]]), "
+                             f"got {entry!r}")
+        for req in ("id", "kind", "target"):
+            if not isinstance(entry.get(req), str) or not entry.get(req):
+                raise InputError(f"{where(req)}: check #{i + 1} needs a string {req!r}")
+        extra = set(entry) - _CHECK_KEYS
+        if extra:
+            k = sorted(extra)[0]
+            raise InputError(f"{where(k)}: unknown key {k!r} in check {entry['id']!r}; "
+                             f"allowed: {sorted(_CHECK_KEYS)}")
+        cid = entry["id"]
+        if cid in seen:
+            raise InputError(f"{where('id')}: duplicate check id {cid!r}")
+        seen.add(cid)
+        kind = get_kind(entry["kind"], where("kind"))
+        try:
+            expected = Verdict.parse(entry.get("expected", "PASS"))
+        except InputError as e:
+            raise InputError(f"{where('expected')}: {e}") from None
+        params = entry.get("params", {})
+        options = entry.get("options", {})
+        thorough = entry.get("thorough", {})
+        for name, tbl in (("params", params), ("options", options), ("thorough", thorough)):
+            if not isinstance(tbl, dict):
+                raise InputError(f"{where(name)}: {name} must be a table")
+        _check_privacy_values(params, where)
+        _check_privacy_values(options, where, option=True)
+        _check_privacy_values(thorough, where, option=True)  # options at --scale thorough
+        _check_options(kind, options, thorough, where)
+        target = entry["target"]
+        if is_registered_target(target) or ":" not in target:
+            try:
+                t = resolve(target)
+                t.algorithm.params(t.variant.name, params)
+            except InputError as e:
+                # Point at the offending parameter's own line, not the first parameter's.
+                key = "target" if "unknown algorithm" in str(e) or "variant" in str(e) \
+                    else next((k for k in params if f"parameter {k!r}" in str(e)), "params")
+                raise InputError(f"{where(key)}: {e}") from None
+        else:
+            # Not a registered name, so a user's module:function. Import it now: a typo in
+            # an algorithm's name must fail here, before anything runs or is written.
+            try:
+                load_callable(target)
+            except InputError as e:
+                name = target.partition(":")[0]
+                known = sorted(a.name for a in all_algorithms())
+                raise InputError(f"{where('target')}: unknown algorithm {name!r}; registered: "
+                                 f"{known}; nor is {target!r} a module:function ({e})") from None
+        description = entry.get("description", "")
+        if not isinstance(description, str):
+            raise InputError(f"{where('description')}: description of check {cid!r} must be "
+                             f"a string, got {description!r}")
+        checks.append(CheckSpec(cid, entry["kind"], target, expected, dict(params),
+                                dict(options), source=where("id"), description=description,
+                                thorough=dict(thorough)))
+    seed = head.get("seed")
+    if seed is not None and not isinstance(seed, int):
+        raise _fail(path, text, None, "seed", f"seed must be an integer, got {seed!r}")
+    return Suite(path, str(head.get("name", path.stem)), checks, seed,
+                 str(head.get("description", "")))
+
+
+def _battery(head: dict[str, Any], path: Path, text: str) -> list[CheckSpec]:
+    """The battery checks a ``[suite]`` table asks for (``battery = [targets]``)."""
+    names = head.get("battery")
+    if names is None:
+        return []
+    if isinstance(names, str):
+        names = [names]
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise _fail(path, text, None, "battery", f"battery must be a list of targets, got "
+                    f"{names!r}")
+
+    try:
+        return check_targets(names)
+    except InputError as e:
+        raise _fail(path, text, None, "battery", str(e)) from None
+
+
+def _check_options(kind: CheckKind, options: dict[str, Any], thorough: dict[str, Any],
+                   where: Callable[[str | None], str]) -> None:
+    """Parse a check's options, at both scales, against its kind's schema.
+
+    An unknown key, a wrong type or a broken rule is an error naming the file, the line of
+    the offending key and the known keys: found here, before any check runs.
+    """
+    known = {f.name for f in dataclasses.fields(kind.Options)}
+    for table in (options, thorough):
+        for key in table:
+            if key not in known:
+                raise InputError(f"{where(key)}: unknown option {key!r} for a {kind.name} "
+                                 f"check; known: {sorted(known)}")
+    for table in (options, {**options, **thorough}):
+        try:
+            kind.options(table)
+        except InputError as e:
+            key = next((k for k in table if repr(k) in str(e)), None)
+            raise InputError(f"{where(key or 'kind')}: {e}") from None
+
+
+def discover(paths: Iterable[str | Path]) -> list[Path]:
+    """Suite files named directly or found (``*.toml``, recursively) in folders."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out.extend(sorted(p.rglob("*.toml")))
+        elif p.exists():
+            out.append(p)
+        else:
+            raise InputError(f"no suite file or folder {str(p)!r}")
+    if not out:
+        raise InputError(f"no suite files found in {[str(p) for p in paths]}")
+    return out
+
+
+def scaled(spec: CheckSpec, scale: str) -> CheckSpec:
+    """The spec with its ``[check.thorough]`` overrides applied at thorough scale; every
+    other field (description, source...) is kept.
+
+    Examples
+    --------
+    >>> s = CheckSpec("a", "account", "noisy_gd:sound", options={"rtol": 0.1},
+    ...               thorough={"rtol": 0.01}, description="why")
+    >>> t = scaled(s, "thorough")
+    >>> t.options, t.description
+    ({'rtol': 0.01}, 'why')
+    """
+    return dataclasses.replace(spec, options=spec.options_at(scale), thorough={})
+
+
+def run_suites(
+    suites: Sequence[Suite],
+    ctx: RunContext,
+    *,
+    only: str | None = None,
+    on_result: Callable[[CheckResult], None] | None = None,
+    jobs: int = 1,
+    placed: dict[str, str] | None = None,
+) -> SuiteRun:
+    """Run every check of ``suites`` (already validated) and collect the results.
+
+    ``jobs`` checks run at a time in worker processes, or whole checks on a Dask cluster
+    when ``ctx.executor`` is ``"dask"`` (see :mod:`dpverify.checks.runner`); the results, and
+    their order, are the same for every ``jobs`` and executor.
+    """
+    run = SuiteRun(list(suites), seed=ctx.seed, scale=ctx.scale)
+    todo = []
+    for suite in suites:
+        sctx = ctx
+        if suite.seed is not None and ctx.extras.get("seed_from_cli") is not True:
+            sctx = RunContext(**{**ctx.__dict__, "seed": suite.seed})
+        run.suite_seeds.append(sctx.seed)
+        todo += [(scaled(spec, ctx.scale), sctx) for spec in suite.checks
+                 if not only or only in spec.id]
+    # The caller's dict is filled as checks finish (its on_result may show where each ran).
+    run.placement = run.placement if placed is None else placed
+    run.results.extend(run_checks(todo, jobs=jobs, on_result=on_result,
+                                  placed=run.placement))
+    return run
+
+
+def run_command(args: Any) -> int:
+    """``dpverify run``: validate all suites, run them, write the reports, show a summary."""
+    from rich.console import Console
+
+
+    suites = [load_suite(p) for p in discover(args.suites)]
+    if args.trials is not None and args.trials <= 0:
+        raise InputError(f"--trials must be a positive integer, got {args.trials}")
+    # Found now rather than after every check has run and the results have nowhere to go.
+    output = RunOutput.check(args.report_dir, [Path(a).stem for a in args.suites])
+    overrides = _cli_params(args)
+    if overrides:
+        suites = [dataclasses.replace(s, checks=with_params(s.checks, overrides))
+                  for s in suites]
+    baseline = None
+    if args.baseline:
+        baseline = load_report(args.baseline)
+    # --seed given on the command line overrides the suites' own seeds; otherwise a suite's
+    # seed (or 0) is its root seed. The report records the seed each suite ran with.
+    seed_from_cli = args.seed is not None
+    ctx = RunContext.from_args(args, extras={"seed_from_cli": seed_from_cli})
+    total = sum(len(s.checks) for s in suites)
+    console = Console(stderr=True, quiet=args.quiet)
+    done = 0
+
+    placement: dict[str, str] = {}
+    on_dask = ctx.executor == "dask"
+
+    def show(res: CheckResult) -> None:
+        nonlocal done
+        done += 1
+        mark = "ok " if res.met else "!! "
+        where = f" on {placement[res.spec.id]}" if on_dask and res.spec.id in placement else ""
+        console.print(f"[{done}/{total}] {mark}{res.spec.id}: {res.outcome.verdict.value} "
+                      f"(expected {res.spec.expected.value}, {res.seconds:.1f}s){where}",
+                      highlight=False)
+
+    console.print(f"dpverify: {total} checks from {len(suites)} suite(s), seed {ctx.seed}, "
+                  f"scale {ctx.scale}" + (f", on the Dask cluster {ctx.scheduler or '(local)'}"
+                                          if on_dask else ""), highlight=False)
+    run = run_suites(suites, ctx, only=args.only, on_result=show,
+                     jobs=getattr(args, "jobs", 1), placed=placement)
+    run.param_overrides = overrides
+    regressions = compare_baseline(run, baseline) if baseline is not None else []
+    paths = write_reports(run, output.folder(), regressions=regressions)
+    latest = output.publish()
+    if args.json_path:
+        write_json_atomic(args.json_path, report_dict(run, regressions))
+    ok = run.all_met and not regressions
+    out = Console(width=140, quiet=args.quiet and ok)  # --quiet never hides why it is 1
+    if not args.quiet:
+        out.print(summary_table(run))
+    for r in run.results:
+        if not r.met:
+            out.print(f"not as expected: {r.spec.id}: {r.outcome.verdict.value}, expected "
+                      f"{r.spec.expected.value}: {r.outcome.message}", highlight=False)
+    if on_dask and not args.quiet:
+        out.print(spread(run), highlight=False)
+    for r in regressions:
+        out.print(f"regression: {r}", highlight=False)
+    warned = warning_summary(run.results)
+    if warned and not args.quiet:
+        out.print(warned, highlight=False)
+    met = sum(r.met for r in run.results)
+    out.print(f"{met}/{len(run.results)} checks met their expectation"
+              + (f"; {len(regressions)} regression(s) against {args.baseline}"
+                 if regressions else ""), highlight=False)
+    html = next((p for p in paths if p.suffix == ".html"), paths[0])
+    out.print(f"report: {html}" + (f" (also {latest / html.name})" if latest else ""),
+              highlight=False, soft_wrap=True)
+    return 0 if ok else 1
+
+
+def _cli_params(args: Any) -> dict[str, Any]:
+    return parse_params(getattr(args, "param", None))
+
+
+def spread(run: SuiteRun) -> str:
+    """How the checks spread over the places they ran: count and seconds of each.
+
+    Examples
+    --------
+    >>> from dpverify.checks.base import CheckResult, Outcome
+    >>> from dpverify.core.claims import Verdict
+    >>> r = SuiteRun([], [CheckResult(CheckSpec(i, "account", "t"), Outcome(Verdict.PASS), 2.0)
+    ...                   for i in "abc"], placement={"a": "w1", "b": "w2", "c": "w1"})
+    >>> spread(r)
+    'checks per worker: w1 2 (4.0 s), w2 1 (2.0 s)'
+    """
+    per: dict[str, list[float]] = {}
+    for r in run.results:
+        per.setdefault(run.placement.get(r.spec.id, "?"), []).append(r.seconds)
+    return "checks per worker: " + ", ".join(f"{w} {len(v)} ({sum(v):.1f} s)"
+                                             for w, v in sorted(per.items()))

@@ -1,0 +1,1 @@
+"""Mechanisms algorithms build on top of the curator: the tree mechanism, privacy filters."""
