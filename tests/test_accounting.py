@@ -24,7 +24,7 @@ from dpverify.accounting.accountant import (
     rho_to_epsilon,
     zcdp_of_ledger,
 )
-from dpverify.accounting.accountant import accountant as accounting
+from dpverify.accounting import accountant as accounting
 from dpverify.core.claims import PrivacyClaim
 from dpverify.core.curator import Batch, Curator, Ledger, Release
 from dpverify.core.data import Dataset
