@@ -89,7 +89,7 @@ def output_canary() -> tuple[Any, Any]:
     --------
     >>> D, D_prime = output_canary()
     >>> D.X[0].tolist(), float(abs(D_prime.X).sum()), D.n
-    ([1.0], 0.0, 200)
+    ([1.0], 0.0, 100)
     """
     import numpy as np
 
