@@ -146,9 +146,15 @@ class _Candidate:
     """A fitted test statistic of one pair, in one orientation of its score."""
 
     stream: int
-    label: str
+    pair: str
+    distinguisher: str
     scorer: Any
     sign: float
+
+    @property
+    def label(self) -> str:
+        return (f"{self.pair} | {self.distinguisher}"
+                + (" (reversed)" if self.sign < 0 else ""))
 
     def scores(self, X: np.ndarray) -> np.ndarray:
         return self.sign * safe_scores(self.scorer, X, self.label)
@@ -165,8 +171,7 @@ def _candidates(streams: list[_Stream], upto: int, dists: list[tuple[str, Any]],
         for name, fit in dists:
             scorer = fit(D[0::2], Dp[0::2], rng)
             for sign in (1.0, -1.0):
-                c = _Candidate(si, f"{st.pair.label} | {name}"
-                               + (" (reversed)" if sign < 0 else ""), scorer, sign)
+                c = _Candidate(si, st.pair.label, name, scorer, sign)
                 cands.append(c)
                 sel_pos.append(c.scores(D[1::2]))
                 sel_neg.append(c.scores(Dp[1::2]))
@@ -335,8 +340,8 @@ def _result(setup: AuditSetup, options: Mapping[str, Any], pairs: list[Pair],
         "distinguishers": [n for n, _ in dists],
         "relation": setup.relation,
         "instance": list(setup.notes),
-        "pair": None if b is None else cands[b.candidate].label.split(" | ")[0],
-        "distinguisher": None if b is None else cands[b.candidate].label.split(" | ")[1],
+        "pair": None if b is None else cands[b.candidate].pair,
+        "distinguisher": None if b is None else cands[b.candidate].distinguisher,
     }
     evidence_out = {
         "rounds": history,
