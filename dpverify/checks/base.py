@@ -46,6 +46,10 @@ class CheckSpec:
     description: str = ""  # the suite entry's own words, shown beside its result
     thorough: Mapping[str, Any] = field(default_factory=dict)  # option overrides, thorough
     reason: str = ""  # why the expectation is what it is, where it is not the derived one
+    # The expectation at --scale thorough where it differs: a statistical check whose
+    # verdict depends on its sample size (INCONCLUSIVE on the quick grid, decided on the
+    # thorough one).
+    expected_thorough: Verdict | None = None
 
     def options_at(self, scale: str) -> dict[str, Any]:
         """The options as they apply at ``scale`` (the thorough overrides merged in).

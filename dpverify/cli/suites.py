@@ -16,8 +16,8 @@ A suite is a TOML file::
     T = 10
     [check.options]               # options of the check kind
     rtol = 1e-3
-    [check.thorough]              # option overrides at --scale thorough (optional)
-    trials = 100000
+    [check.thorough]              # option overrides at --scale thorough (optional), and
+    trials = 100000               # expected = "..." where the larger sample decides
 
 Every file is validated before any check runs, so bad input costs nothing and writes
 nothing. ``battery`` generates the conformance battery's checks of the named algorithms,
@@ -202,6 +202,13 @@ def load_suite(path: str | Path) -> Suite:
         params = entry.get("params", {})
         options = entry.get("options", {})
         thorough = entry.get("thorough", {})
+        expected_thorough = None
+        if isinstance(thorough, dict) and "expected" in thorough:
+            thorough = dict(thorough)
+            try:
+                expected_thorough = Verdict.parse(thorough.pop("expected"))
+            except InputError as e:
+                raise InputError(f"{where('thorough')}: expected: {e}") from None
         for name, tbl in (("params", params), ("options", options), ("thorough", thorough)):
             if not isinstance(tbl, dict):
                 raise InputError(f"{where(name)}: {name} must be a table")
@@ -235,7 +242,7 @@ def load_suite(path: str | Path) -> Suite:
                              f"a string, got {description!r}")
         checks.append(CheckSpec(cid, entry["kind"], target, expected, dict(params),
                                 dict(options), source=where("id"), description=description,
-                                thorough=dict(thorough)))
+                                thorough=dict(thorough), expected_thorough=expected_thorough))
     seed = head.get("seed")
     if seed is not None and not isinstance(seed, int):
         raise _fail(path, text, None, "seed", f"seed must be an integer, got {seed!r}")
@@ -297,18 +304,23 @@ def discover(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def scaled(spec: CheckSpec, scale: str) -> CheckSpec:
-    """The spec with its ``[check.thorough]`` overrides applied at thorough scale; every
-    other field (description, source...) is kept.
+    """The spec with its ``[check.thorough]`` overrides (options, and an ``expected`` that
+    differs there) applied at thorough scale; every other field (description, source...)
+    is kept.
 
     Examples
     --------
     >>> s = CheckSpec("a", "account", "noisy_gd:sound", options={"rtol": 0.1},
-    ...               thorough={"rtol": 0.01}, description="why")
+    ...               thorough={"rtol": 0.01}, description="why",
+    ...               expected=Verdict.INCONCLUSIVE, expected_thorough=Verdict.FAIL)
     >>> t = scaled(s, "thorough")
-    >>> t.options, t.description
-    ({'rtol': 0.01}, 'why')
+    >>> t.options, t.description, t.expected.value, scaled(s, "quick").expected.value
+    ({'rtol': 0.01}, 'why', 'FAIL', 'INCONCLUSIVE')
     """
-    return dataclasses.replace(spec, options=spec.options_at(scale), thorough={})
+    expected = (spec.expected_thorough if scale == "thorough" and spec.expected_thorough
+                else spec.expected)
+    return dataclasses.replace(spec, options=spec.options_at(scale), thorough={},
+                               expected=expected, expected_thorough=None)
 
 
 def run_suites(
