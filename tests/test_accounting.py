@@ -12,6 +12,7 @@ from dp_accounting.pld import PLDAccountant
 from dp_accounting.rdp import RdpAccountant
 from scipy.stats import norm
 
+from dpverify.accounting import accountant as accounting
 from dpverify.accounting.accountant import (
     account_ledger,
     calibrate_gaussian,
@@ -24,7 +25,6 @@ from dpverify.accounting.accountant import (
     rho_to_epsilon,
     zcdp_of_ledger,
 )
-from dpverify.accounting import accountant as accounting
 from dpverify.core.claims import PrivacyClaim
 from dpverify.core.curator import Batch, Curator, Ledger, Release
 from dpverify.core.data import Dataset
