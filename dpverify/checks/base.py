@@ -12,6 +12,7 @@ instead of branching on names.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import math
 import time
@@ -216,7 +217,7 @@ def _coerce(value: Any, tp: Any) -> Any:
 # Check kinds ------------------------------------------------------------------------------
 
 
-class CheckKind:
+class CheckKind(abc.ABC):
     """A kind of check: its typed options and how it runs on an experiment.
 
     Subclasses set ``name`` and ``Options`` and implement :meth:`run`; :func:`register_kind`
@@ -241,8 +242,9 @@ class CheckKind:
     #: claim), ``rate`` (of the utility theorem), ``agreement`` (of the backends), ``other``.
     column: ClassVar[str] = "other"
 
-    def run(self, exp: Experiment, options: Any) -> Outcome:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def run(self, exp: Experiment, options: Any) -> Outcome:
+        """Run the check on ``exp`` with its parsed ``options``."""
 
     def statement(self, check: Mapping[str, Any], claim: str,
                   info: Mapping[str, Any] | None) -> Statement:

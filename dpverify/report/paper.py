@@ -179,12 +179,23 @@ def verdict_words(check: Mapping[str, Any]) -> str:
     return _kind(check).verdict_words(check)
 
 
-def _kind(check: Mapping[str, Any]) -> Any:
-    """The kind of a record; a kind this installation lacks words its record generically."""
+class _RecordOnly(CheckKind):
+    """A kind this installation lacks, known from its records alone: they are worded
+    generically, and it cannot run."""
+
+    def run(self, exp: Any, options: Any) -> Any:
+        raise InputError(f"check kind {self.name!r} is not installed here: its records can "
+                         "be read, not rerun")
+
+
+def _kind(check: Mapping[str, Any]) -> CheckKind:
+    """The kind of a record (a :class:`_RecordOnly` where this installation lacks it)."""
     try:
         return get_kind(str(check.get("kind")))
     except InputError:
-        return CheckKind()
+        kind = _RecordOnly()
+        kind.name = str(check.get("kind"))
+        return kind
 
 
 def statement(check: Mapping[str, Any], info: Mapping[str, Any] | None = None) -> Statement:
