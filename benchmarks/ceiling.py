@@ -1,12 +1,16 @@
-"""What any test could reach on SVT1 from a given number of runs: the exact ceiling.
+"""What any test could reach on SVT1 and RNM1 from a given number of runs: the exact ceiling.
 
-Lyu, Su and Li's SVT1 (PVLDB 10(6) 2017, Algorithm 1; ``algorithms.catalogue.svt1`` with
+Both output one of a few outcomes whose law on a given input is an integral. Lyu, Su and
+Li's SVT1 (PVLDB 10(6) 2017, Algorithm 1; ``algorithms.catalogue.svt1`` with
 c = 1, 10 queries, epsilon = 0.1) outputs the index of its first answer above the noisy
 threshold, or none: 11 outcomes. Their probabilities on each of StatDP's input patterns
 follow by integrating over the threshold's noise rho ~ Lap(1/eps1): given rho, the
 queries are independent, P(first above = i | rho) = p_i prod_{j<i} (1 - p_j) with
 p_j = P(a_j + nu >= T + rho), nu ~ Lap(2c/eps2) (the grid noise of the catalogue is
-Laplace to within 2^-10 of the scale, far below what 10^7 runs resolve).
+Laplace to within 2^-10 of the scale, far below what 10^7 runs resolve). Report noisy
+max (Dwork and Roth 2014, Claim 3.9; ``algorithms.catalogue.rnm1``, 5 queries, Laplace
+noise of scale 2/epsilon) outputs the index of the largest noisy answer:
+P(i) = integral of f(x - a_i) prod_{j != i} F(x - a_j) dx.
 
 For each pattern and orientation, every event (a union of outcomes, taken in order of
 their likelihood ratio) is bounded as dpverify's conditional statistic would bound it
@@ -14,9 +18,9 @@ their likelihood ratio) is bounded as dpverify's conditional statistic would bou
 advance and all the runs spent on the test: no selection cost, no sampling luck. The
 best over events and patterns is the ceiling a test of that many runs reaches on the
 median draw. It says whether a figure measured elsewhere with more runs (DP-Sniper's
-0.0858 from 2 x 10^8 runs per dataset) is within reach at 10^7.
+0.0858 on SVT1 from 2 x 10^8 runs per dataset) is within reach at 10^7.
 
-Run: ``python benchmarks/svt_ceiling.py --runs 10000000 --confidence 0.9``.
+Run: ``python benchmarks/ceiling.py --runs 10000000 --confidence 0.9``.
 """
 
 from __future__ import annotations
@@ -27,14 +31,14 @@ import sys
 import numpy as np
 from scipy import stats
 
-from algorithms.catalogue import EPSILON, SVT_C, SVT_QUERIES
+from algorithms.catalogue import EPSILON, RNM_QUERIES, SVT_C, SVT_QUERIES
 from dpverify.core.data import QUERY_PATTERNS, query_pair
 from dpverify.stats.audit_bounds import epsilon_lower_bound_conditional
 
 THRESHOLD = 0.5  # svt1's threshold in algorithms.catalogue
 
 
-def outcome_probabilities(answers: np.ndarray, grid: int = 200_001) -> np.ndarray:
+def svt1_law(answers: np.ndarray, grid: int = 200_001) -> np.ndarray:
     """P(first answer above = i), i < k, and P(none above) last, for SVT1 on ``answers``."""
     eps1 = eps2 = 0.5 * EPSILON
     b_rho = 1.0 / eps1
@@ -48,6 +52,20 @@ def outcome_probabilities(answers: np.ndarray, grid: int = 200_001) -> np.ndarra
         alive = alive * (1.0 - p)
     out[-1] = np.sum(weight * alive)
     return out
+
+
+def rnm1_law(answers: np.ndarray, grid: int = 200_001) -> np.ndarray:
+    """P(the largest noisy answer is answer i), for report noisy max on ``answers``."""
+    scale = 2.0 / EPSILON
+    x = np.linspace(answers.min() - 40 * scale, answers.max() + 40 * scale, grid)
+    cdf = stats.laplace.cdf(x[:, None] - answers[None, :], scale=scale)
+    pdf = stats.laplace.pdf(x[:, None] - answers[None, :], scale=scale)
+    others = np.prod(cdf, axis=1, keepdims=True) / np.maximum(cdf, 1e-300)
+    out = np.sum(pdf * others, axis=0) * (x[1] - x[0])
+    return out / out.sum()
+
+
+LAWS = {"svt1": (svt1_law, SVT_QUERIES), "rnm1": (rnm1_law, RNM_QUERIES)}
 
 
 def ceiling(p: np.ndarray, q: np.ndarray, runs: int, alpha: float) -> tuple[float, float, int]:
@@ -66,18 +84,25 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10**7, help="runs per dataset")
     ap.add_argument("--confidence", type=float, default=0.9)
+    ap.add_argument("--rows", default=",".join(LAWS), help="mechanisms")
     args = ap.parse_args(argv)
-    print(f"SVT1 (epsilon {EPSILON}, c = {SVT_C}, {SVT_QUERIES} queries): the best test's bound "
-          f"at confidence {args.confidence} from {args.runs:.3g} runs per dataset")
+    for row in args.rows.split(","):
+        print_ceilings(row.strip(), args.runs, args.confidence)
+    return 0
+
+
+def print_ceilings(row: str, runs: int, confidence: float) -> None:
+    law, k = LAWS[row]
+    print(f"{row} (epsilon {EPSILON}, {k} queries): the best test's bound at confidence "
+          f"{confidence} from {runs:.3g} runs per dataset")
     for name in QUERY_PATTERNS:
-        a, b = query_pair(name, SVT_QUERIES)
-        p, q = outcome_probabilities(a), outcome_probabilities(b)
+        a, b = query_pair(name, k)
+        p, q = law(a), law(b)
         true = float(np.max(np.abs(np.log(p / q))))
-        eps, prob, size = max(ceiling(p, q, args.runs, 1 - args.confidence),
-                              ceiling(q, p, args.runs, 1 - args.confidence))
+        eps, prob, size = max(ceiling(p, q, runs, 1 - confidence),
+                              ceiling(q, p, runs, 1 - confidence))
         print(f"  {name:22s} true epsilon of the pair {true:.4f}   ceiling {eps:.4f} "
               f"(an event of {size} outcome(s), probability {prob:.4f})")
-    return 0
 
 
 if __name__ == "__main__":

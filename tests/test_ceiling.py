@@ -1,4 +1,4 @@
-"""The exact SVT1 outcome law behind ``benchmarks/svt_ceiling.py`` matches the mechanism."""
+"""The exact SVT1 and RNM1 outcome laws behind ``benchmarks/ceiling.py`` match the mechanisms."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from scipy import stats
 from algorithms import catalogue as cat
 from dpverify.core.data import query_pair
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "svt_ceiling.py"
-_SPEC = importlib.util.spec_from_file_location("svt_ceiling", _PATH)
-svt_ceiling = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(svt_ceiling)
+_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "ceiling.py"
+_SPEC = importlib.util.spec_from_file_location("ceiling", _PATH)
+ceiling = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(ceiling)
 
 
 def _first_above(out: np.ndarray) -> np.ndarray:
@@ -29,17 +29,26 @@ def test_outcome_law_matches_the_catalogues_svt1() -> None:
     noise differs from Laplace by far less than this sample resolves)."""
     rng = np.random.default_rng(11)
     for answers in query_pair("half_half", cat.SVT_QUERIES):
-        p = svt_ceiling.outcome_probabilities(answers)
+        p = ceiling.svt1_law(answers)
         assert abs(p.sum() - 1.0) < 1e-9
         seen = np.bincount(_first_above(cat.svt1(answers, rng, 200_000)), minlength=len(p))
         assert stats.chisquare(seen, 200_000 * p).pvalue > 1e-4
 
 
+def test_rnm1_law_matches_the_catalogues_report_noisy_max() -> None:
+    """Chi-square on 200,000 runs per world of a pair; fails with probability 1e-4 per world."""
+    rng = np.random.default_rng(12)
+    for answers in query_pair("one_below_rest_above", cat.RNM_QUERIES):
+        p = ceiling.rnm1_law(answers)
+        seen = np.bincount(cat.rnm1(answers, rng, 200_000)[:, 0].astype(int), minlength=len(p))
+        assert stats.chisquare(seen, 200_000 * p).pvalue > 1e-4
+
+
 def test_the_ceiling_rises_with_runs_and_stays_below_the_pairs_epsilon() -> None:
     a, b = query_pair("half_half", cat.SVT_QUERIES)
-    p, q = svt_ceiling.outcome_probabilities(a), svt_ceiling.outcome_probabilities(b)
+    p, q = ceiling.svt1_law(a), ceiling.svt1_law(b)
     true = float(np.max(np.log(p / q)))
-    small, _, _ = svt_ceiling.ceiling(p, q, 10**6, 0.1)
-    large, prob, size = svt_ceiling.ceiling(p, q, 10**8, 0.1)
+    small, _, _ = ceiling.ceiling(p, q, 10**6, 0.1)
+    large, prob, size = ceiling.ceiling(p, q, 10**8, 0.1)
     assert 0 < small < large < true
     assert size == 1 and 0.02 < prob < 0.025
