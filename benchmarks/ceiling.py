@@ -1,4 +1,4 @@
-"""What any test could reach on SVT1 and RNM1 from a given number of runs: the exact ceiling.
+"""What any test could reach on SVT1, SVT2 and RNM1 from a given number of runs: the exact ceiling.
 
 Both output one of a few outcomes whose law on a given input is an integral. Lyu, Su and
 Li's SVT1 (PVLDB 10(6) 2017, Algorithm 1; ``algorithms.catalogue.svt1`` with
@@ -35,11 +35,12 @@ from algorithms.catalogue import EPSILON, RNM_QUERIES, SVT_C, SVT_QUERIES
 from dpverify.core.data import QUERY_PATTERNS, query_pair
 from dpverify.stats.audit_bounds import epsilon_lower_bound_conditional
 
-THRESHOLD = 0.5  # svt1's threshold in algorithms.catalogue
 
+def svt_law(answers: np.ndarray, threshold: float, grid: int = 200_001) -> np.ndarray:
+    """P(first answer above = i), i < k, and P(none above) last, for SVT1 on ``answers``.
 
-def svt1_law(answers: np.ndarray, grid: int = 200_001) -> np.ndarray:
-    """P(first answer above = i), i < k, and P(none above) last, for SVT1 on ``answers``."""
+    With c = 1, Dwork and Roth's SVT2 has the same law at its own threshold: it redraws
+    the threshold only after an answer above, and then stops."""
     eps1 = eps2 = 0.5 * EPSILON
     b_rho = 1.0 / eps1
     rho = np.linspace(-40 * b_rho, 40 * b_rho, grid)
@@ -47,7 +48,7 @@ def svt1_law(answers: np.ndarray, grid: int = 200_001) -> np.ndarray:
     weight /= weight.sum()
     out, alive = np.zeros(len(answers) + 1), np.ones_like(rho)
     for i, a in enumerate(answers):
-        p = stats.laplace.sf(THRESHOLD + rho - a, scale=2 * SVT_C / eps2)
+        p = stats.laplace.sf(threshold + rho - a, scale=2 * SVT_C / eps2)
         out[i] = np.sum(weight * alive * p)
         alive = alive * (1.0 - p)
     out[-1] = np.sum(weight * alive)
@@ -65,7 +66,9 @@ def rnm1_law(answers: np.ndarray, grid: int = 200_001) -> np.ndarray:
     return out / out.sum()
 
 
-LAWS = {"svt1": (svt1_law, SVT_QUERIES), "rnm1": (rnm1_law, RNM_QUERIES)}
+# svt1's threshold is 0.5, svt2's 1.0 (algorithms.catalogue).
+LAWS = {"svt1": (lambda a: svt_law(a, 0.5), SVT_QUERIES),
+        "svt2": (lambda a: svt_law(a, 1.0), SVT_QUERIES), "rnm1": (rnm1_law, RNM_QUERIES)}
 
 
 def ceiling(p: np.ndarray, q: np.ndarray, runs: int, alpha: float) -> tuple[float, float, int]:

@@ -1,4 +1,4 @@
-"""The exact SVT1 and RNM1 outcome laws behind ``benchmarks/ceiling.py`` match the mechanisms."""
+"""The exact outcome laws behind ``benchmarks/ceiling.py`` match the mechanisms."""
 
 from __future__ import annotations
 
@@ -29,10 +29,19 @@ def test_outcome_law_matches_the_catalogues_svt1() -> None:
     noise differs from Laplace by far less than this sample resolves)."""
     rng = np.random.default_rng(11)
     for answers in query_pair("half_half", cat.SVT_QUERIES):
-        p = ceiling.svt1_law(answers)
+        p = ceiling.svt_law(answers, 0.5)
         assert abs(p.sum() - 1.0) < 1e-9
         seen = np.bincount(_first_above(cat.svt1(answers, rng, 200_000)), minlength=len(p))
         assert stats.chisquare(seen, 200_000 * p).pvalue > 1e-4
+
+
+def test_svt2_law_at_its_threshold_matches_the_catalogues_svt2() -> None:
+    """Chi-square on 200,000 runs of one world; fails with probability 1e-4."""
+    answers = query_pair("half_half", cat.SVT_QUERIES)[1]
+    p = ceiling.LAWS["svt2"][0](answers)
+    seen = np.bincount(_first_above(cat.svt2(answers, np.random.default_rng(13), 200_000)),
+                       minlength=len(p))
+    assert stats.chisquare(seen, 200_000 * p).pvalue > 1e-4
 
 
 def test_rnm1_law_matches_the_catalogues_report_noisy_max() -> None:
@@ -46,7 +55,7 @@ def test_rnm1_law_matches_the_catalogues_report_noisy_max() -> None:
 
 def test_the_ceiling_rises_with_runs_and_stays_below_the_pairs_epsilon() -> None:
     a, b = query_pair("half_half", cat.SVT_QUERIES)
-    p, q = ceiling.svt1_law(a), ceiling.svt1_law(b)
+    p, q = ceiling.svt_law(a, 0.5), ceiling.svt_law(b, 0.5)
     true = float(np.max(np.log(p / q)))
     small, _, _ = ceiling.ceiling(p, q, 10**6, 0.1)
     large, prob, size = ceiling.ceiling(p, q, 10**8, 0.1)
