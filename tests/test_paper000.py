@@ -30,6 +30,7 @@ from algorithms.paper000.divergences import (
     numeric_conjugate,
 )
 from algorithms.paper000.double_spider import (
+    SOUND_RULE,
     _eta_query,
     _x_query,
     dual_constants,
@@ -172,9 +173,9 @@ def test_dual_queries_are_the_gradients_of_L():
     x = np.array([[0.3, -0.2, 0.1, 0.4, -0.5]])
     eta = np.array([0.7])
     big = 1e9
-    ge = cur.gaussian("e", _eta_query(cur, prob, div, c, x, eta, big, cur.n, True),
+    ge = cur.gaussian("e", _eta_query(cur, prob, div, c, x, eta, big, cur.n, SOUND_RULE.clip),
                       sensitivity=1.0, noise_std=0.0)
-    gx = cur.gaussian("x", _x_query(cur, prob, div, c, x, eta, big, cur.n, True),
+    gx = cur.gaussian("x", _x_query(cur, prob, div, c, x, eta, big, cur.n, SOUND_RULE.clip),
                       sensitivity=1.0, noise_std=0.0)
     h = 1e-6
     L = lambda xx, ee: _dual_L(div, prob, 0.5, c["G"], xx, ee)  # noqa: E731

@@ -23,7 +23,7 @@ from __future__ import annotations
 from algorithms.paper000 import experiments as _experiments  # noqa: F401  (its metrics)
 from algorithms.paper000.battery import account, agree, blackbox, sensitivity, whitebox
 from algorithms.paper000.common import claim
-from algorithms.paper000.double_spider import double_spider
+from algorithms.paper000.double_spider import PAPER_RULE, SOUND_RULE, double_spider
 from algorithms.paper000.dp_sgd import dp_sgd_dual
 from algorithms.paper000.problems import make_compositional_problem, make_dual_problem
 from algorithms.paper000.recursive_spider import recursive_spider
@@ -162,7 +162,7 @@ DP_DOUBLE_SPIDER = Algorithm(
               "clip_eta": None, "clip_x": None},
     variants={
         "sound": Variant(
-            "sound", "sound", double_spider(sound=True), claim,
+            "sound", "sound", double_spider(SOUND_RULE), claim,
             "Per-sample clipping at thresholds from released iterates, noise scaled to them; "
             "Poisson increments; one noise multiplier for all four streams, calibrated by "
             "PLD; the correct conjugate",
@@ -170,7 +170,7 @@ DP_DOUBLE_SPIDER = Algorithm(
             battery=Battery(checks={"sensitivity": sensitivity(search=True)}),
         ),
         "paper": Variant(
-            "paper", "paper", double_spider(sound=False), claim,
+            "paper", "paper", double_spider(PAPER_RULE), claim,
             "As printed: clipped minibatch means, Theorem 6's thresholds and noise with the "
             "c of Theorem 5's base case, each stream at the full (eps, delta), minibatches "
             "without replacement, Table 1's printed conjugate",
