@@ -26,6 +26,8 @@ from algorithms.paper000.common import claim
 from algorithms.paper000.double_spider import PAPER_RULE, SOUND_RULE, double_spider
 from algorithms.paper000.dp_sgd import dp_sgd_dual
 from algorithms.paper000.problems import make_compositional_problem, make_dual_problem
+from algorithms.paper000.recursive_spider import PAPER_RULE as RS_PAPER_RULE
+from algorithms.paper000.recursive_spider import SOUND_RULE as RS_SOUND_RULE
 from algorithms.paper000.recursive_spider import recursive_spider
 from dpverify.core.claims import Finding, UtilityClaim
 from dpverify.core.registry import Algorithm, Battery, CheckConfig, Variant
@@ -288,7 +290,7 @@ DP_RECURSIVE_SPIDER = Algorithm(
     },
     variants={
         "sound": Variant(
-            "sound", "sound", recursive_spider(sound=True), claim,
+            "sound", "sound", recursive_spider(RS_SOUND_RULE), claim,
             "Per-sample clipping at the noise's threshold (increments at min(C, smoothness "
             "of g times ||Delta w||)), s from a Poisson batch of b2 records, centred; one "
             "noise multiplier for all five streams, calibrated by PLD",
@@ -302,7 +304,7 @@ DP_RECURSIVE_SPIDER = Algorithm(
             }),
         ),
         "paper": Variant(
-            "paper", "paper", recursive_spider(sound=False), claim,
+            "paper", "paper", recursive_spider(RS_PAPER_RULE), claim,
             "As printed: Theorem 3/8 noise (n q, crossed min{sigma, sigma^}, sigma_st for one "
             "sample) with the element bounds G and L ||Delta x||, fixed clips, minibatches "
             "without replacement",
