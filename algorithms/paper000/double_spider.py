@@ -42,14 +42,13 @@ from algorithms.paper000.common import (
     RandomIterate,
     c_of,
     calibrate_streams,
-    clip_each,
     clip_mean,
+    clip_then_mean,
     finite_records,
     glm_terms,
     log_difference,
     log_sign,
     release,
-    row_log_cap,
     sampled_batch,
 )
 from algorithms.paper000.divergences import get_divergence
@@ -158,25 +157,6 @@ def clips(p: Mapping[str, Any], c: Mapping[str, float]) -> tuple[float, float]:
 # What the variants differ in ------------------------------------------------------------
 
 Sizes = tuple[int, int, int, int]  # (n, q, T, N)
-
-
-def clip_then_mean(xp: Any, la: Any, sa: Any, w: Any, divisor: float, log_cap: Any,
-                   X: Any = None) -> Any:
-    """Each per-sample value sa e^la (times x_i when ``X`` is given) clipped to norm
-    e^log_cap, then averaged: a record moves the mean by at most 2 e^log_cap / divisor
-    (notes 2, sound variant, lines 4'-12').
-
-    Examples
-    --------
-    >>> import array_api_compat.numpy as xp
-    >>> la = np.array([[1000.0, 0.0]]); sa = np.ones((1, 2)); w = np.ones((1, 2))
-    >>> clip_then_mean(xp, la, sa, w, 2.0, np.log(3.0)).tolist()  # (3 + 1) / 2
-    [2.0]
-    """
-    if X is None:
-        return xp.sum(w * clip_each(xp, la, sa, log_cap), axis=1) / divisor
-    cap = log_cap + row_log_cap(xp, 1.0, X)[None, :]  # ||coef_i x_i|| <= e^log_cap
-    return (w * clip_each(xp, la, sa, cap)) @ X / divisor
 
 
 def theorem6_noise(p: Mapping[str, Any], c: Mapping[str, float], sizes: Sizes

@@ -51,13 +51,12 @@ from algorithms.paper000.common import (
     RandomIterate,
     c_of,
     calibrate_streams,
-    clip_each,
+    clip_then_mean,
     finite_records,
     glm_terms,
     log_difference,
     log_sign,
     release,
-    row_log_cap,
     sampled_batch,
 )
 from algorithms.paper000.divergences import safe_log
@@ -133,7 +132,7 @@ def _v_query(cur: Curator, setting: Setting, Wt: Any, C: float, divisor: float):
     def query(X: Any, y: Any, w: Any) -> Any:  # line 7
         X, y, w = finite_records(xp, X, y, w)
         _, lv, sv, _, _ = _log_g_terms(cur, setting, Wt, X, y)
-        return (w * clip_each(xp, lv, sv, row_log_cap(xp, C, X)[None, :])) @ X / divisor
+        return clip_then_mean(xp, lv, sv, w, divisor, math.log(C), X)
 
     return query
 
@@ -144,7 +143,7 @@ def _u_query(cur: Curator, setting: Setting, Wt: Any, C: float, divisor: float):
     def query(X: Any, y: Any, w: Any) -> Any:  # line 8
         X, y, w = finite_records(xp, X, y, w)
         _, _, _, lu, su = _log_g_terms(cur, setting, Wt, X, y)
-        return xp.sum(w * clip_each(xp, lu, su, math.log(C)), axis=1) / divisor
+        return clip_then_mean(xp, lu, su, w, divisor, math.log(C))
 
     return query
 
@@ -159,8 +158,7 @@ def _v_diff_query(cur: Curator, setting: Setting, W1: Any, W0: Any, thr: Any,
         _, l1, s1, _, _ = _log_g_terms(cur, setting, W1, X, y)
         _, l0, s0, _, _ = _log_g_terms(cur, setting, W0, X, y)
         ld, sd = log_difference(xp, l1, s1, l0, s0)
-        cap = log_thr + row_log_cap(xp, 1.0, X)[None, :]
-        return (w * clip_each(xp, ld, sd, cap)) @ X / divisor
+        return clip_then_mean(xp, ld, sd, w, divisor, log_thr, X)
 
     return query
 
@@ -175,7 +173,7 @@ def _u_diff_query(cur: Curator, setting: Setting, W1: Any, W0: Any, thr: Any,
         _, _, _, l1, s1 = _log_g_terms(cur, setting, W1, X, y)
         _, _, _, l0, s0 = _log_g_terms(cur, setting, W0, X, y)
         ld, sd = log_difference(xp, l1, s1, l0, s0)
-        return xp.sum(w * clip_each(xp, ld, sd, log_thr), axis=1) / divisor
+        return clip_then_mean(xp, ld, sd, w, divisor, log_thr)
 
     return query
 
