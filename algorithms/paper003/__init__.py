@@ -43,6 +43,8 @@ from algorithms.paper003.rgda import (
     SOUND_POLICY,
     dp_rgda,
 )
+from algorithms.paper003.sgda import PAPER_RULE as SGDA_PAPER_RULE
+from algorithms.paper003.sgda import SOUND_RULE as SGDA_SOUND_RULE
 from algorithms.paper003.sgda import dp_sgda
 from algorithms.paper003.spider import eta_defaults, spider
 from dpverify.checks.rates import register_metric
@@ -433,13 +435,13 @@ DP_SGDA = Algorithm(
     defaults=SGDA_DEFAULTS,
     variants={
         "sound": Variant(
-            "sound", "sound", dp_sgda(sound=True), claim,
+            "sound", "sound", dp_sgda(SGDA_SOUND_RULE), claim,
             "Poisson batches of expected size B, per-sample joint clipping, noise multiplier "
             "calibrated by PLD for the T sampled releases",
             utility=TABLE1_SGDA,
         ),
         "paper": Variant(
-            "paper", "paper", dp_sgda(sound=False), claim,
+            "paper", "paper", dp_sgda(SGDA_PAPER_RULE), claim,
             "Appendix D: fixed-size batches, sensitivity 2C/B, Definition 3's sigma at the "
             "per-query budget of advanced composition over T queries",
             utility=TABLE1_SGDA, findings=(DEF3_SQRT2, SGDA_COMPOSITION),
