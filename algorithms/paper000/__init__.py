@@ -24,6 +24,8 @@ from algorithms.paper000 import experiments as _experiments  # noqa: F401  (its 
 from algorithms.paper000.battery import account, agree, blackbox, sensitivity, whitebox
 from algorithms.paper000.common import claim
 from algorithms.paper000.double_spider import PAPER_RULE, SOUND_RULE, double_spider
+from algorithms.paper000.dp_sgd import PAPER_RULE as SGD_PAPER_RULE
+from algorithms.paper000.dp_sgd import SOUND_RULE as SGD_SOUND_RULE
 from algorithms.paper000.dp_sgd import dp_sgd_dual
 from algorithms.paper000.problems import make_compositional_problem, make_dual_problem
 from algorithms.paper000.recursive_spider import PAPER_RULE as RS_PAPER_RULE
@@ -366,7 +368,7 @@ DP_SGD_DRO = Algorithm(
     defaults={**_DUAL_DEFAULTS, "T": 100, "batch": 25, "clip": 1.0, "lr": 0.5},
     variants={
         "sound": Variant(
-            "sound", "sound", dp_sgd_dual(sound=True), claim,
+            "sound", "sound", dp_sgd_dual(SGD_SOUND_RULE), claim,
             "Poisson batches, joint per-sample clipping, noise calibrated by PLD",
             utility=DP_SGD_UTILITY,
             battery=Battery(checks={
@@ -382,7 +384,7 @@ DP_SGD_DRO = Algorithm(
             }),
         ),
         "paper": Variant(
-            "paper", "paper", dp_sgd_dual(sound=False), claim,
+            "paper", "paper", dp_sgd_dual(SGD_PAPER_RULE), claim,
             "Theorem 5 as typeset with the c of its base case, batches without replacement",
             utility=DP_SGD_UTILITY, findings=DP_SGD_FINDINGS,
             battery=Battery(checks={
