@@ -208,26 +208,62 @@ def calibrated_noise(p: Mapping[str, Any], c: Mapping[str, float], sizes: Sizes
 
 def theorem6_c2(xp: Any, c: Mapping[str, float], dx: Any, de: Any, de_next: Any) -> Any:
     """C2_t = 2 max{L2 |eta_t - eta_{t-1}|, G M ||x_t - x_{t-1}|| / lambda} (Theorem 6,
-    line 470)."""
+    line 470).
+
+    Examples
+    --------
+    >>> import array_api_compat.numpy as xp
+    >>> c = {"L2": 0.5, "G": 0.25, "M": 1.0, "lam": 0.5, "K": 4.0, "L": 0.1, "L0": 0.75,
+    ...      "L1": 0.4, "H0": 49.0}
+    >>> round(float(theorem6_c2(xp, c, np.array([0.1]), np.array([0.2]), np.array([0.3]))[0]), 6)
+    0.2
+    """
     return 2.0 * xp.maximum(c["L2"] * de, c["G"] * c["M"] * dx / c["lam"])
 
 
 def lipschitz_c2(xp: Any, c: Mapping[str, float], dx: Any, de: Any, de_next: Any) -> Any:
     """L2 (||x_t - x_{t-1}|| + |eta_t - eta_{t-1}|): the per-sample Lipschitz bound of
-    d L / d eta (notes 2, Alg 2 thresholds), which per-sample clipping enforces."""
+    d L / d eta (notes 2, Alg 2 thresholds), which per-sample clipping enforces.
+
+    Examples
+    --------
+    >>> import array_api_compat.numpy as xp
+    >>> c = {"L2": 0.5, "G": 0.25, "M": 1.0, "lam": 0.5, "K": 4.0, "L": 0.1, "L0": 0.75,
+    ...      "L1": 0.4, "H0": 49.0}
+    >>> round(float(lipschitz_c2(xp, c, np.array([0.1]), np.array([0.2]), np.array([0.3]))[0]), 6)
+    0.15
+    """
     return c["L2"] * (dx + de)
 
 
 def theorem6_c4(xp: Any, c: Mapping[str, float], dx: Any, de: Any, de_next: Any) -> Any:
     """C4_t of Theorem 6 (line 470) as printed: |eta_t - eta_{t-1}| where line 12 moves
-    eta_t -> eta_{t+1}, and Lemma 5's M L / lambda."""
+    eta_t -> eta_{t+1}, and Lemma 5's M L / lambda.
+
+    Examples
+    --------
+    >>> import array_api_compat.numpy as xp
+    >>> c = {"L2": 0.5, "G": 0.25, "M": 1.0, "lam": 0.5, "K": 4.0, "L": 0.1, "L0": 0.75,
+    ...      "L1": 0.4, "H0": 49.0}
+    >>> round(float(theorem6_c4(xp, c, np.array([0.1]), np.array([0.2]), np.array([0.3]))[0]), 6)
+    0.71
+    """
     return 2.0 * xp.maximum(c["M"] * c["L"] * de / c["lam"],
                             (c["L0"] + c["L1"] * math.sqrt(c["H0"])) * dx)
 
 
 def lipschitz_c4(xp: Any, c: Mapping[str, float], dx: Any, de: Any, de_next: Any) -> Any:
     """(K L + L2) ||x_t - x_{t-1}|| + L2 |eta_{t+1} - eta_t|: the per-sample bound of
-    grad_x L across line 12's move (notes 2, Alg 2 thresholds), enforced by clipping."""
+    grad_x L across line 12's move (notes 2, Alg 2 thresholds), enforced by clipping.
+
+    Examples
+    --------
+    >>> import array_api_compat.numpy as xp
+    >>> c = {"L2": 0.5, "G": 0.25, "M": 1.0, "lam": 0.5, "K": 4.0, "L": 0.1, "L0": 0.75,
+    ...      "L1": 0.4, "H0": 49.0}
+    >>> round(float(lipschitz_c4(xp, c, np.array([0.1]), np.array([0.2]), np.array([0.3]))[0]), 6)
+    0.24
+    """
     return (c["K"] * c["L"] + c["L2"]) * dx + c["L2"] * de_next
 
 

@@ -84,7 +84,14 @@ def joint_grad_query(cur: Curator, setting: Setting, div: Any, G: float, lam: fl
 
 def theorem5_typeset_noise(p: Mapping[str, Any], n: int, b: int) -> float:
     """Theorem 5 as typeset (line 418), sqrt(log(1/delta)/eps), with the constant
-    :func:`~algorithms.paper000.common.c_of`."""
+    :func:`~algorithms.paper000.common.c_of`.
+
+    Examples
+    --------
+    >>> p = {"clip": 1.0, "epsilon": 0.25, "delta": math.exp(-4.0), "T": 100, "c_noise": 1.0}
+    >>> theorem5_typeset_noise(p, 1000, 10)  # sqrt(4 / 0.25) max{1/10, sqrt(100)/1000}
+    0.4
+    """
     return thm5_sigma(c_of(p), float(p["clip"]), float(p["epsilon"]), float(p["delta"]), b,
                       int(p["T"]), n, typeset=True)
 

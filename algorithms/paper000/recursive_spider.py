@@ -290,7 +290,16 @@ def theorem3_thresholds(xp: Any, info: Mapping[str, Any], clips: tuple[float, fl
                         mv: Moves) -> tuple[Any, Any, Any, Any]:
     """(C2, C4, scale_v, scale_u): the fixed clips, and the element bounds the printed
     noises are Theorem 5's noise for: kappa takes min{sigma_2, sigma^_4}, zeta
-    min{sigma_4, sigma^_2} (lines 11-12), i.e. min{L ||dx||, 2G} and min{L |dlambda|, 2G}."""
+    min{sigma_4, sigma^_2} (lines 11-12), i.e. min{L ||dx||, 2G} and min{L |dlambda|, 2G}.
+
+    Examples
+    --------
+    >>> import array_api_compat.numpy as xp
+    >>> mv = (np.array([0.1, 1.0]), np.array([0.2, 0.0]), np.ones(2))
+    >>> thr = theorem3_thresholds(xp, {"lipschitz": 0.25, "smoothness": 2.0}, (1.0, 0.5), mv)
+    >>> [a.tolist() for a in thr]
+    [[1.0, 1.0], [0.5, 0.5], [0.2, 0.5], [0.4, 0.0]]
+    """
     G, L = float(info["lipschitz"]), float(info["smoothness"])
     dx, dl, _ = mv
     return (xp.zeros_like(dx) + clips[0], xp.zeros_like(dx) + clips[1],
@@ -301,7 +310,17 @@ def theorem3_thresholds(xp: Any, info: Mapping[str, Any], clips: tuple[float, fl
 def g_smoothness_thresholds(xp: Any, info: Mapping[str, Any], clips: tuple[float, float],
                             mv: Moves) -> tuple[Any, Any, Any, Any]:
     """min(C2, L_g ||Delta w||) and min(C4, ...) with g's smoothness over the segment
-    (:func:`_g_smoothness_log`; notes 4, A3-L13 fix): each the clip and the noise scale."""
+    (:func:`_g_smoothness_log`; notes 4, A3-L13 fix): each the clip and the noise scale.
+
+    Examples
+    --------
+    >>> import array_api_compat.numpy as xp
+    >>> info = {"lipschitz": 1.0, "smoothness": 1.0, "loss_bound": 1.0}
+    >>> mv = (np.array([1e-3, 1.0]), np.zeros(2), np.ones(2))
+    >>> thr_v, _, scale_v, _ = g_smoothness_thresholds(xp, info, (1.0, 1.0), mv)
+    >>> [round(v, 6) for v in thr_v.tolist()], bool(np.all(scale_v == thr_v))  # 2e * dx
+    ([0.005437, 1.0], True)
+    """
     dx, dl, lam_min = mv
     lv, lu = _g_smoothness_log(xp, info, lam_min, dx, dl)
     thr_v = xp.exp(xp.minimum(lv, math.log(clips[0])))
@@ -309,7 +328,7 @@ def g_smoothness_thresholds(xp: Any, info: Mapping[str, Any], clips: tuple[float
     return thr_v, thr_u, thr_v, thr_u
 
 
-def printed_tracker(cur: Curator, setting: Setting, Wt: Any, beta_t: float, batch: Batch,
+def _printed_tracker(cur: Curator, setting: Setting, Wt: Any, beta_t: float, batch: Batch,
                     st: Streams) -> Any:
     """Line 16: beta_t Clip(g(w_t; xi0), C5) + N(0, sigma_st^2)."""
     return release(cur, "s_tracker", _s_query(cur, setting, Wt, st.C5, beta_t, 0.0,
@@ -317,7 +336,7 @@ def printed_tracker(cur: Curator, setting: Setting, Wt: Any, beta_t: float, batc
                    sensitivity=st.sens_s, noise=st.noise_s, batch=batch)
 
 
-def centred_tracker(cur: Curator, setting: Setting, Wt: Any, beta_t: float, batch: Batch,
+def _centred_tracker(cur: Curator, setting: Setting, Wt: Any, beta_t: float, batch: Batch,
                     st: Streams) -> Any:
     """beta_t times the noisy batch mean of Clip(g, C5), released centred at (1 + C5)/2."""
     sample = release(cur, "s_tracker", _s_query(cur, setting, Wt, st.C5, 1.0, st.centre,
@@ -345,10 +364,10 @@ class NoiseRule:
 
 
 # Algorithm 3 as printed (lines 226-247, Theorems 3 and 8).
-PAPER_RULE = NoiseRule("paper", theorem8_noise, theorem3_thresholds, printed_tracker,
+PAPER_RULE = NoiseRule("paper", theorem8_noise, theorem3_thresholds, _printed_tracker,
                        poisson=False)
 # Notes 4 (A3-L7..L16 fixes) and 3.4: clips at the noise's thresholds, one accountant.
-SOUND_RULE = NoiseRule("sound", calibrated_noise, g_smoothness_thresholds, centred_tracker,
+SOUND_RULE = NoiseRule("sound", calibrated_noise, g_smoothness_thresholds, _centred_tracker,
                        poisson=True)
 
 

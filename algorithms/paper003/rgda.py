@@ -614,7 +614,7 @@ class PaperRule:
         return paper_updater(cur, setting, p, self.noise, t, st, self.stream)
 
 
-def paper_rule(cur: Curator, p: Mapping[str, Any], s: MinimaxSetting,
+def _paper_rule(cur: Curator, p: Mapping[str, Any], s: MinimaxSetting,
                esc: EscapeSchedule) -> PaperRule:
     """The printed noise, on the single pass when ``sampling = "single_pass"``, its sample
     budget checked first (line 762)."""
@@ -628,7 +628,7 @@ def paper_rule(cur: Curator, p: Mapping[str, Any], s: MinimaxSetting,
     return PaperRule(pn, new_pass(cur, p))
 
 
-def sound_rule(cur: Curator, p: Mapping[str, Any], s: MinimaxSetting,
+def _sound_rule(cur: Curator, p: Mapping[str, Any], s: MinimaxSetting,
                esc: EscapeSchedule) -> SoundPlan:
     """The sound plan (:func:`sound_plan`); the escape schedule does not enter it."""
     return sound_plan(cur, p)
@@ -666,11 +666,11 @@ class Policy:
 
 
 # Notes 3.4's safe defaults (lambda = 1/(2L), Jin et al. escape) and the corrected updater.
-SOUND_POLICY = Policy("sound", "sound", 2.0, sound_rule)
+SOUND_POLICY = Policy("sound", "sound", 2.0, _sound_rule)
 # Theorem 2 as printed: Lemma 8's schedule and lambda = 1/(6L) (line 625), Lemma 8's noise.
-PAPER_POLICY = Policy("paper", "paper", 6.0, paper_rule)
+PAPER_POLICY = Policy("paper", "paper", 6.0, _paper_rule)
 # Theorem 1 as printed: eta = 1/(2L) (Lemma 5, line 501), lambda = 1/(6L) (line 625).
-PAPER_ERM_POLICY = Policy("paper_erm", "paper_erm", 6.0, paper_rule)
+PAPER_ERM_POLICY = Policy("paper_erm", "paper_erm", 6.0, _paper_rule)
 
 
 # The outer loop (Algorithm 2) ---------------------------------------------------------------

@@ -46,7 +46,7 @@ def paper_sigma(p: Mapping[str, Any], B: int) -> tuple[float, float]:
     return sens, def3_sigma(sens, e0, d0)
 
 
-def printed_noise(p: Mapping[str, Any], B: int, n: int) -> tuple[float, float]:
+def _printed_noise(p: Mapping[str, Any], B: int, n: int) -> tuple[float, float]:
     """:func:`paper_sigma`: fixed-size batches, so n does not enter (line 889)."""
     return paper_sigma(p, B)
 
@@ -71,12 +71,12 @@ def pld_noise(p: Mapping[str, Any], B: int, n: int) -> tuple[float, float]:
     return sens, z * sens
 
 
-def fixed_batch(cur: Curator, B: int) -> Batch:
+def _fixed_batch(cur: Curator, B: int) -> Batch:
     """B records uniformly without replacement (Appendix D, line 889)."""
     return cur.sample("uniform_without_replacement", size=B)
 
 
-def poisson_batch(cur: Curator, B: int) -> Batch:
+def _poisson_batch(cur: Curator, B: int) -> Batch:
     """A Poisson batch of rate B/n, or the full data when B = n."""
     return cur.sample("poisson", rate=B / cur.n) if B < cur.n else cur.full_batch()
 
@@ -91,8 +91,8 @@ class NoiseRule:
     batch: Callable[[Curator, int], Batch]
 
 
-PAPER_RULE = NoiseRule("paper", printed_noise, fixed_batch)  # Appendix D (line 889)
-SOUND_RULE = NoiseRule("sound", pld_noise, poisson_batch)  # notes, Baselines; PLD
+PAPER_RULE = NoiseRule("paper", _printed_noise, _fixed_batch)  # Appendix D (line 889)
+SOUND_RULE = NoiseRule("sound", pld_noise, _poisson_batch)  # notes, Baselines; PLD
 
 
 def dp_sgda(rule: NoiseRule):
