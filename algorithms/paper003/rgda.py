@@ -587,7 +587,7 @@ def paper_updater(cur: Curator, setting: Setting, p: Mapping[str, Any], pn: Pape
                         _select(cur, sel, us))
 
 
-# Warm start ---------------------------------------------------------------------------------
+# The printed rule, the warm start and the variants' policies ------------------------------
 
 
 @dataclass(frozen=True)
@@ -615,7 +615,7 @@ class PaperRule:
 
 
 def _paper_rule(cur: Curator, p: Mapping[str, Any], s: MinimaxSetting,
-               esc: EscapeSchedule) -> PaperRule:
+                esc: EscapeSchedule) -> PaperRule:
     """The printed noise, on the single pass when ``sampling = "single_pass"``, its sample
     budget checked first (line 762)."""
     if exact_gradients(p):
@@ -629,7 +629,7 @@ def _paper_rule(cur: Curator, p: Mapping[str, Any], s: MinimaxSetting,
 
 
 def _sound_rule(cur: Curator, p: Mapping[str, Any], s: MinimaxSetting,
-               esc: EscapeSchedule) -> SoundPlan:
+                esc: EscapeSchedule) -> SoundPlan:
     """The sound plan (:func:`sound_plan`); the escape schedule does not enter it."""
     return sound_plan(cur, p)
 
@@ -669,7 +669,7 @@ class Policy:
 SOUND_POLICY = Policy("sound", "sound", 2.0, _sound_rule)
 # Theorem 2 as printed: Lemma 8's schedule and lambda = 1/(6L) (line 625), Lemma 8's noise.
 PAPER_POLICY = Policy("paper", "paper", 6.0, _paper_rule)
-# Theorem 1 as printed: eta = 1/(2L) (Lemma 5, line 501), lambda = 1/(6L) (line 625).
+# Theorem 1 as printed: eta = 1/(2L) (Lemma 5, line 501), Lemma 8's lambda = 1/(6L) (line 625).
 PAPER_ERM_POLICY = Policy("paper_erm", "paper_erm", 6.0, _paper_rule)
 
 
