@@ -30,6 +30,8 @@ from algorithms.paper000.divergences import (
     numeric_conjugate,
 )
 from algorithms.paper000.double_spider import (
+    PAPER_RULE,
+    SOUND_RULE,
     _eta_query,
     _x_query,
     dual_constants,
@@ -166,15 +168,31 @@ def _dual_L(div, prob, lam, G, x, eta):
     return lam * np.mean(div.conj((l - G * eta) / lam, np_xp)) + G * eta
 
 
+@pytest.mark.parametrize("vector", [False, True])
+def test_rule_clips_bound_one_record_as_the_noise_assumes(vector):
+    """Replacing one of N records moves the sound rule's clipped mean by at most 2C/N, the
+    sensitivity its noise is scaled to; the printed clip of the mean moves by 2C (Algorithm 2,
+    lines 142-150). Deterministic."""
+    N, C = 10, 1.0
+    X = np.tile([[0.6, 0.8]], (N, 1)) if vector else None  # unit rows
+    la, sa, w = np.zeros((1, N)), np.ones((1, N)), np.ones((1, N))
+    la1, sa1 = la.copy(), sa.copy()
+    la1[0, 0], sa1[0, 0] = 50.0, -1.0  # one record's value -e^50 instead of 1
+    for rule, moved in ((SOUND_RULE, 2.0 * C / N), (PAPER_RULE, 2.0 * C)):
+        before = rule.clip(np_xp, la, sa, w, float(N), math.log(C), X)
+        after = rule.clip(np_xp, la1, sa1, w, float(N), math.log(C), X)
+        assert np.linalg.norm(np.atleast_1d(before - after)) == pytest.approx(moved)
+
+
 def test_dual_queries_are_the_gradients_of_L():
     prob, p, div, c = _dual_setup("chi2", 0.5)
     cur = Curator(prob.data, trials=1, rng=0)
     x = np.array([[0.3, -0.2, 0.1, 0.4, -0.5]])
     eta = np.array([0.7])
     big = 1e9
-    ge = cur.gaussian("e", _eta_query(cur, prob, div, c, x, eta, big, cur.n, True),
+    ge = cur.gaussian("e", _eta_query(cur, prob, div, c, x, eta, big, cur.n, SOUND_RULE.clip),
                       sensitivity=1.0, noise_std=0.0)
-    gx = cur.gaussian("x", _x_query(cur, prob, div, c, x, eta, big, cur.n, True),
+    gx = cur.gaussian("x", _x_query(cur, prob, div, c, x, eta, big, cur.n, SOUND_RULE.clip),
                       sensitivity=1.0, noise_std=0.0)
     h = 1e-6
     L = lambda xx, ee: _dual_L(div, prob, 0.5, c["G"], xx, ee)  # noqa: E731

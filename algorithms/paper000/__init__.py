@@ -23,9 +23,13 @@ from __future__ import annotations
 from algorithms.paper000 import experiments as _experiments  # noqa: F401  (its metrics)
 from algorithms.paper000.battery import account, agree, blackbox, sensitivity, whitebox
 from algorithms.paper000.common import claim
-from algorithms.paper000.double_spider import double_spider
+from algorithms.paper000.double_spider import PAPER_RULE, SOUND_RULE, double_spider
+from algorithms.paper000.dp_sgd import PAPER_RULE as SGD_PAPER_RULE
+from algorithms.paper000.dp_sgd import SOUND_RULE as SGD_SOUND_RULE
 from algorithms.paper000.dp_sgd import dp_sgd_dual
 from algorithms.paper000.problems import make_compositional_problem, make_dual_problem
+from algorithms.paper000.recursive_spider import PAPER_RULE as RS_PAPER_RULE
+from algorithms.paper000.recursive_spider import SOUND_RULE as RS_SOUND_RULE
 from algorithms.paper000.recursive_spider import recursive_spider
 from dpverify.core.claims import Finding, UtilityClaim
 from dpverify.core.registry import Algorithm, Battery, CheckConfig, Variant
@@ -162,7 +166,7 @@ DP_DOUBLE_SPIDER = Algorithm(
               "clip_eta": None, "clip_x": None},
     variants={
         "sound": Variant(
-            "sound", "sound", double_spider(sound=True), claim,
+            "sound", "sound", double_spider(SOUND_RULE), claim,
             "Per-sample clipping at thresholds from released iterates, noise scaled to them; "
             "Poisson increments; one noise multiplier for all four streams, calibrated by "
             "PLD; the correct conjugate",
@@ -170,7 +174,7 @@ DP_DOUBLE_SPIDER = Algorithm(
             battery=Battery(checks={"sensitivity": sensitivity(search=True)}),
         ),
         "paper": Variant(
-            "paper", "paper", double_spider(sound=False), claim,
+            "paper", "paper", double_spider(PAPER_RULE), claim,
             "As printed: clipped minibatch means, Theorem 6's thresholds and noise with the "
             "c of Theorem 5's base case, each stream at the full (eps, delta), minibatches "
             "without replacement, Table 1's printed conjugate",
@@ -288,7 +292,7 @@ DP_RECURSIVE_SPIDER = Algorithm(
     },
     variants={
         "sound": Variant(
-            "sound", "sound", recursive_spider(sound=True), claim,
+            "sound", "sound", recursive_spider(RS_SOUND_RULE), claim,
             "Per-sample clipping at the noise's threshold (increments at min(C, smoothness "
             "of g times ||Delta w||)), s from a Poisson batch of b2 records, centred; one "
             "noise multiplier for all five streams, calibrated by PLD",
@@ -302,7 +306,7 @@ DP_RECURSIVE_SPIDER = Algorithm(
             }),
         ),
         "paper": Variant(
-            "paper", "paper", recursive_spider(sound=False), claim,
+            "paper", "paper", recursive_spider(RS_PAPER_RULE), claim,
             "As printed: Theorem 3/8 noise (n q, crossed min{sigma, sigma^}, sigma_st for one "
             "sample) with the element bounds G and L ||Delta x||, fixed clips, minibatches "
             "without replacement",
@@ -364,7 +368,7 @@ DP_SGD_DRO = Algorithm(
     defaults={**_DUAL_DEFAULTS, "T": 100, "batch": 25, "clip": 1.0, "lr": 0.5},
     variants={
         "sound": Variant(
-            "sound", "sound", dp_sgd_dual(sound=True), claim,
+            "sound", "sound", dp_sgd_dual(SGD_SOUND_RULE), claim,
             "Poisson batches, joint per-sample clipping, noise calibrated by PLD",
             utility=DP_SGD_UTILITY,
             battery=Battery(checks={
@@ -380,7 +384,7 @@ DP_SGD_DRO = Algorithm(
             }),
         ),
         "paper": Variant(
-            "paper", "paper", dp_sgd_dual(sound=False), claim,
+            "paper", "paper", dp_sgd_dual(SGD_PAPER_RULE), claim,
             "Theorem 5 as typeset with the c of its base case, batches without replacement",
             utility=DP_SGD_UTILITY, findings=DP_SGD_FINDINGS,
             battery=Battery(checks={

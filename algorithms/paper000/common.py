@@ -343,6 +343,26 @@ def clip_mean(xp: Any, la: Any, sa: Any, w: Any, divisor: float, log_cap: float,
     return out[:, 0]
 
 
+def clip_then_mean(xp: Any, la: Any, sa: Any, w: Any, divisor: float, log_cap: Any,
+                   X: Any = None) -> Any:
+    """Mean of per-sample values sa e^la (times x_i when ``X`` is given), each clipped to
+    norm e^log_cap: one record moves it by at most 2 e^log_cap / divisor (notes 2, sound
+    variant, lines 4'-12'), unlike :func:`clip_mean`. ``log_cap`` is a number or a
+    (trials, 1) array of per-trial thresholds.
+
+    Examples
+    --------
+    >>> import array_api_compat.numpy as xp
+    >>> la = np.array([[1000.0, 0.0]]); sa = np.ones((1, 2)); w = np.ones((1, 2))
+    >>> clip_then_mean(xp, la, sa, w, 2.0, np.log(3.0)).tolist()  # (3 + 1) / 2
+    [2.0]
+    """
+    if X is None:
+        return xp.sum(w * clip_each(xp, la, sa, log_cap), axis=1) / divisor
+    cap = log_cap + row_log_cap(xp, 1.0, X)[None, :]  # ||coef_i x_i|| <= e^log_cap
+    return (w * clip_each(xp, la, sa, cap)) @ X / divisor
+
+
 def row_log_cap(xp: Any, C: float, X: Any) -> Any:
     """log C - log ||x_i|| per record: the cap :func:`clip_each` needs for coef_i * x_i.
 

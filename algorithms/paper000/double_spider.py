@@ -10,6 +10,10 @@ H0 of Proposition 1 (line 466). N1 = N3 = n (Remark 2, line 184), N2 = N4 = q an
 q = (n eps / sqrt(d log(1/delta)))^(2/3) (Theorem 7). The output is x_tau, tau uniform on
 1..T (line 155).
 
+The variants differ only in their :class:`NoiseRule` (:data:`PAPER_RULE`,
+:data:`SOUND_RULE`): the loop is Algorithm 2's and asks the rule for every noise scale,
+threshold, clip and batch.
+
 ``paper``: as printed. Each of the four noisy queries clips the batch MEAN at its threshold
 (Algorithm 1 applied to L(.; B), lines 142-150); the increments are drawn uniformly without
 replacement; C2_t and C4_t are Theorem 6's (line 470), C4_t with |eta_t - eta_{t-1}| and
@@ -27,7 +31,8 @@ share one noise multiplier calibrated by the PLD accountant; the correct conjuga
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,14 +42,13 @@ from algorithms.paper000.common import (
     RandomIterate,
     c_of,
     calibrate_streams,
-    clip_each,
     clip_mean,
+    clip_then_mean,
     finite_records,
     glm_terms,
     log_difference,
     log_sign,
     release,
-    row_log_cap,
     sampled_batch,
 )
 from algorithms.paper000.divergences import get_divergence
@@ -150,13 +154,160 @@ def clips(p: Mapping[str, Any], c: Mapping[str, float]) -> tuple[float, float]:
     return (G * (1.0 + K) if c1 is None else float(c1)), (G * K if c3 is None else float(c3))
 
 
+# What the variants differ in ------------------------------------------------------------
+
+Sizes = tuple[int, int, int, int]  # (n, q, T, N)
+
+
+def theorem6_noise(p: Mapping[str, Any], c: Mapping[str, float], sizes: Sizes
+                   ) -> tuple[float, float, float, float]:
+    """sigma_1..sigma_4 of Theorem 6 (line 470), each from the full (epsilon, delta), with
+    the c of :func:`~algorithms.paper000.common.paper_c`; sigma_2 and sigma_4 per unit
+    threshold (they are Theorem 5's sigma for C2_t, C4_t).
+
+    Examples
+    --------
+    >>> c = {"G": 0.25, "K": 4.0}
+    >>> [round(s, 4) for s in theorem6_noise({"epsilon": 1.0, "delta": 1e-3, "c_noise": 1.0,
+    ...     "clip_eta": None, "clip_x": None}, c, (100, 4, 8, 4))]
+    [0.0465, 0.6571, 0.0372, 0.6571]
+    """
+    n, q, T, N = sizes
+    C1, C3 = clips(p, c)
+    eps, cc = float(p["epsilon"]), c_of(p)
+    logd = math.log(1.0 / float(p["delta"]))
+    s1 = cc * C1 * math.sqrt(T * logd) / (n * math.sqrt(q) * eps)
+    s3 = cc * C3 * math.sqrt(logd) / eps * max(1.0 / n, math.sqrt(T) / (n * math.sqrt(q)))
+    s2 = cc * math.sqrt(logd) / (N * eps)  # sigma_2 / C2_t: no sqrt(T)/n branch
+    s4 = cc * math.sqrt(logd) / eps * max(1.0 / N, math.sqrt(T) / (n * math.sqrt(q)))
+    return s1, s2, s3, s4
+
+
+def calibrated_noise(p: Mapping[str, Any], c: Mapping[str, float], sizes: Sizes
+                     ) -> tuple[float, float, float, float]:
+    """One multiplier z for all four streams, calibrated by the PLD accountant on the
+    ceil(T/q) full-batch refreshes and Poisson increments of each of lines 4-12 (notes
+    3.4); noise z times each replace-one sensitivity, per unit threshold for increments.
+
+    Examples
+    --------
+    >>> c = {"G": 0.25, "K": 4.0}
+    >>> s = calibrated_noise({"epsilon": 1.0, "delta": 1e-3, "clip_eta": None,
+    ...                       "clip_x": None}, c, (100, 4, 8, 4))
+    >>> s[0] / s[2] == 1.25 / 1.0, s[1] == s[3]  # C1 / C3; both increments at 2z/N
+    (True, True)
+    """
+    n, q, T, N = sizes
+    C1, C3 = clips(p, c)
+    R = math.ceil(T / q)  # refreshes: t = 0, q, 2q, ...
+    z = calibrate_streams(float(p["epsilon"]), float(p["delta"]), n,
+                          (("full", 1.0, 2 * R), ("poisson", N / n, 2 * (T - R))))
+    s2 = z * 2.0 / N  # of the increments scaled by their thresholds
+    return z * 2.0 * C1 / n, s2, z * 2.0 * C3 / n, s2
+
+
+def theorem6_c2(xp: Any, c: Mapping[str, float], dx: Any, de: Any, de_next: Any) -> Any:
+    """C2_t = 2 max{L2 |eta_t - eta_{t-1}|, G M ||x_t - x_{t-1}|| / lambda} (Theorem 6,
+    line 470).
+
+    Examples
+    --------
+    >>> import array_api_compat.numpy as xp
+    >>> c = {"L2": 0.5, "G": 0.25, "M": 1.0, "lam": 0.5, "K": 4.0, "L": 0.1, "L0": 0.75,
+    ...      "L1": 0.4, "H0": 49.0}
+    >>> round(float(theorem6_c2(xp, c, np.array([0.1]), np.array([0.2]), np.array([0.3]))[0]), 6)
+    0.2
+    """
+    return 2.0 * xp.maximum(c["L2"] * de, c["G"] * c["M"] * dx / c["lam"])
+
+
+def lipschitz_c2(xp: Any, c: Mapping[str, float], dx: Any, de: Any, de_next: Any) -> Any:
+    """L2 (||x_t - x_{t-1}|| + |eta_t - eta_{t-1}|): the per-sample Lipschitz bound of
+    d L / d eta (notes 2, Alg 2 thresholds), which per-sample clipping enforces.
+
+    Examples
+    --------
+    >>> import array_api_compat.numpy as xp
+    >>> c = {"L2": 0.5, "G": 0.25, "M": 1.0, "lam": 0.5, "K": 4.0, "L": 0.1, "L0": 0.75,
+    ...      "L1": 0.4, "H0": 49.0}
+    >>> round(float(lipschitz_c2(xp, c, np.array([0.1]), np.array([0.2]), np.array([0.3]))[0]), 6)
+    0.15
+    """
+    return c["L2"] * (dx + de)
+
+
+def theorem6_c4(xp: Any, c: Mapping[str, float], dx: Any, de: Any, de_next: Any) -> Any:
+    """C4_t of Theorem 6 (line 470) as printed: |eta_t - eta_{t-1}| where line 12 moves
+    eta_t -> eta_{t+1}, and Lemma 5's M L / lambda.
+
+    Examples
+    --------
+    >>> import array_api_compat.numpy as xp
+    >>> c = {"L2": 0.5, "G": 0.25, "M": 1.0, "lam": 0.5, "K": 4.0, "L": 0.1, "L0": 0.75,
+    ...      "L1": 0.4, "H0": 49.0}
+    >>> round(float(theorem6_c4(xp, c, np.array([0.1]), np.array([0.2]), np.array([0.3]))[0]), 6)
+    0.71
+    """
+    return 2.0 * xp.maximum(c["M"] * c["L"] * de / c["lam"],
+                            (c["L0"] + c["L1"] * math.sqrt(c["H0"])) * dx)
+
+
+def lipschitz_c4(xp: Any, c: Mapping[str, float], dx: Any, de: Any, de_next: Any) -> Any:
+    """(K L + L2) ||x_t - x_{t-1}|| + L2 |eta_{t+1} - eta_t|: the per-sample bound of
+    grad_x L across line 12's move (notes 2, Alg 2 thresholds), enforced by clipping.
+
+    Examples
+    --------
+    >>> import array_api_compat.numpy as xp
+    >>> c = {"L2": 0.5, "G": 0.25, "M": 1.0, "lam": 0.5, "K": 4.0, "L": 0.1, "L0": 0.75,
+    ...      "L1": 0.4, "H0": 49.0}
+    >>> round(float(lipschitz_c4(xp, c, np.array([0.1]), np.array([0.2]), np.array([0.3]))[0]), 6)
+    0.24
+    """
+    return (c["K"] * c["L"] + c["L2"]) * dx + c["L2"] * de_next
+
+
+Threshold = Callable[[Any, Mapping[str, float], Any, Any, Any], Any]
+
+
+@dataclass(frozen=True)
+class NoiseRule:
+    """What the variants of Algorithm 2 differ in: everything else is the printed loop.
+
+    ``noise(p, c, (n, q, T, N))``: sigma_1..sigma_4 (per unit threshold for the
+    increments); ``clip(xp, log|v|, sign v, w, divisor, log C, X)``: the clipped batch
+    mean of a query; ``c2``, ``c4``: the increments' thresholds from the moves
+    (||dx||, |eta_t - eta_{t-1}|, |eta_{t+1} - eta_t|); ``poisson``: the increments'
+    batches are Poisson (else uniform without replacement).
+    """
+
+    name: str
+    noise: Callable[[Mapping[str, Any], Mapping[str, float], Sizes],
+                    tuple[float, float, float, float]]
+    clip: Callable[..., Any]
+    c2: Threshold
+    c4: Threshold
+    poisson: bool
+
+
+# Algorithm 2 as printed (lines 138-155, Theorem 6): the batch MEAN is clipped (lines 4-12).
+PAPER_RULE = NoiseRule("paper", theorem6_noise, clip_mean, theorem6_c2, theorem6_c4,
+                       poisson=False)
+# Notes 2, "Alg 2, sound variant": per-sample clipping at the thresholds the noise is scaled
+# to, Poisson increments, one accountant for the four streams.
+SOUND_RULE = NoiseRule("sound", calibrated_noise, clip_then_mean, lipschitz_c2, lipschitz_c4,
+                  poisson=True)
+
+
+# The queries --------------------------------------------------------------------------------
+
 def _weights(cur: Curator, div: Any, c: Mapping[str, float], l: Any, eta: Any) -> tuple[Any, Any]:
     a = (l - c["G"] * eta[:, None]) / c["lam"]
     return div.log_dconj(a, cur.xp)
 
 
 def _eta_query(cur: Curator, setting: Setting, div: Any, c: Mapping[str, float], W: Any,
-               eta: Any, C: float, divisor: float, sound: bool):
+               eta: Any, C: float, divisor: float, clip: Callable[..., Any]):
     """d L(x, eta; xi)/d eta = G (1 - (psi*)'(a)) per sample, clipped, averaged (line 4)."""
     xp = cur.xp
     lg = math.log(c["G"])
@@ -166,16 +317,14 @@ def _eta_query(cur: Curator, setting: Setting, div: Any, c: Mapping[str, float],
         l, _ = glm_terms(cur, setting, W, X, y)
         lD, sD = _weights(cur, div, c, l, eta)
         ld, sd = log_difference(xp, xp.zeros_like(lD) + lg, xp.ones_like(sD), lD + lg, sD)
-        if sound:
-            return xp.sum(w * clip_each(xp, ld, sd, math.log(C)), axis=1) / divisor
-        return clip_mean(xp, ld, sd, w, divisor, math.log(C))
+        return clip(xp, ld, sd, w, divisor, math.log(C))
 
     return query
 
 
 def _eta_diff_query(cur: Curator, setting: Setting, div: Any, c: Mapping[str, float],
                     W1: Any, e1: Any, W0: Any, e0: Any, thr: Any, divisor: float,
-                    sound: bool):
+                    clip: Callable[..., Any]):
     """d L/d eta at (x_t, eta_t) minus at (x_{t-1}, eta_{t-1}) per sample (line 6)."""
     xp = cur.xp
     lg = math.log(c["G"])
@@ -189,9 +338,7 @@ def _eta_diff_query(cur: Curator, setting: Setting, div: Any, c: Mapping[str, fl
         lD0, s0 = _weights(cur, div, c, l0, e0)
         # G (1 - D1) - G (1 - D0) = G D0 - G D1
         ld, sd = log_difference(xp, lD0 + lg, s0, lD1 + lg, s1)
-        if sound:
-            return xp.sum(w * clip_each(xp, ld, sd, log_thr), axis=1) / divisor
-        return clip_mean(xp, ld, sd, w, divisor, log_thr)
+        return clip(xp, ld, sd, w, divisor, log_thr)
 
     return query
 
@@ -206,23 +353,21 @@ def _x_coefs(cur: Curator, setting: Setting, div: Any, c: Mapping[str, float], W
 
 
 def _x_query(cur: Curator, setting: Setting, div: Any, c: Mapping[str, float], W: Any,
-             eta: Any, C: float, divisor: float, sound: bool):
+             eta: Any, C: float, divisor: float, clip: Callable[..., Any]):
     """grad_x L(x_t, eta_{t+1}; xi) per sample, clipped, averaged (line 10)."""
     xp = cur.xp
 
     def query(X: Any, y: Any, w: Any) -> Any:
         X, y, w = finite_records(xp, X, y, w)
         la, sa = _x_coefs(cur, setting, div, c, W, eta, X, y)
-        if sound:
-            return (w * clip_each(xp, la, sa, row_log_cap(xp, C, X)[None, :])) @ X / divisor
-        return clip_mean(xp, la, sa, w, divisor, math.log(C), X)
+        return clip(xp, la, sa, w, divisor, math.log(C), X)
 
     return query
 
 
 def _x_diff_query(cur: Curator, setting: Setting, div: Any, c: Mapping[str, float],
                   W1: Any, e1: Any, W0: Any, e0: Any, thr: Any, divisor: float,
-                  sound: bool):
+                  clip: Callable[..., Any]):
     """grad_x L(x_t, eta_{t+1}; xi) - grad_x L(x_{t-1}, eta_t; xi) per sample (line 12)."""
     xp = cur.xp
     log_thr = xp.log(xp.reshape(thr, (-1, 1)))
@@ -232,16 +377,14 @@ def _x_diff_query(cur: Curator, setting: Setting, div: Any, c: Mapping[str, floa
         l1, s1 = _x_coefs(cur, setting, div, c, W1, e1, X, y)
         l0, s0 = _x_coefs(cur, setting, div, c, W0, e0, X, y)
         ld, sd = log_difference(xp, l1, s1, l0, s0)
-        if sound:
-            cap = log_thr + row_log_cap(xp, 1.0, X)[None, :]
-            return (w * clip_each(xp, ld, sd, cap)) @ X / divisor
-        return clip_mean(xp, ld, sd, w, divisor, log_thr, X)
+        return clip(xp, ld, sd, w, divisor, log_thr, X)
 
     return query
 
 
-def double_spider(*, sound: bool):
-    """Algorithm 2 as a ``run(cur, setting, params)`` function (module docstring).
+def double_spider(rule: NoiseRule):
+    """Algorithm 2 under ``rule`` as a ``run(cur, setting, params)`` function (module
+    docstring).
 
     Examples
     --------
@@ -249,7 +392,8 @@ def double_spider(*, sound: bool):
     >>> from dpverify.execution.trials import build_problem
     >>> t = resolve("dp_double_spider:paper"); p = t.algorithm.params("paper", {"epochs": 1})
     >>> cur = Curator(build_problem(t, p, 0).data, trials=2, rng=0)
-    >>> double_spider(sound=False)(cur, build_problem(t, p, 0).setting(), p).shape, len(cur.ledger)
+    >>> run = double_spider(PAPER_RULE)
+    >>> run(cur, build_problem(t, p, 0).setting(), p).shape, len(cur.ledger)
     ((2, 5), 40)
     """
 
@@ -260,67 +404,42 @@ def double_spider(*, sound: bool):
         c = dual_constants(p, setting, div)
         q, T, N = spider_schedule(p, n, d)
         C1, C3 = clips(p, c)
-        eps, delta = float(p["epsilon"]), float(p["delta"])
-        G, M, lam, L2 = c["G"], c["M"], c["lam"], c["L2"]
-        R = math.ceil(T / q)  # refreshes: t = 0, q, 2q, ...
-        if sound:
-            z = calibrate_streams(eps, delta, n, (("full", 1.0, 2 * R),
-                                                  ("poisson", N / n, 2 * (T - R))))
-            s1, s3 = z * 2.0 * C1 / n, z * 2.0 * C3 / n
-            s2 = s4 = z * 2.0 / N  # of the increments scaled by their thresholds
-        else:
-            cc, logd = c_of(p), math.log(1.0 / delta)
-            # Theorem 6 (line 470), each from the full (epsilon, delta)
-            s1 = cc * C1 * math.sqrt(T * logd) / (n * math.sqrt(q) * eps)
-            s3 = cc * C3 * math.sqrt(logd) / eps * max(1.0 / n, math.sqrt(T) / (n * math.sqrt(q)))
-            s2 = cc * math.sqrt(logd) / (N * eps)  # sigma_2 / C2_t
-            s4 = cc * math.sqrt(logd) / eps * max(1.0 / N, math.sqrt(T) / (n * math.sqrt(q)))
-        alpha = 1.0 / (4.0 * L2)  # Theorem 7 (line 480)
+        s1, s2, s3, s4 = rule.noise(p, c, (n, q, T, N))
+        alpha = 1.0 / (4.0 * c["L2"])  # Theorem 7 (line 480)
         beta_cap = 1.0 / (2.0 * c["L0"] + c["L1"] * math.sqrt(c["H0"]))
         x = b.asarray(np.zeros((cur.trials, d)))
         eta = b.asarray(np.full(cur.trials, float(p["eta0"])))
         out = RandomIterate(cur, T, x, str(p["output"]))
-        x_prev = eta_prev = g = v = None
+        x_prev = eta_prev = g = v = dx = de = None
         for t in range(T):
             cur.step(t)
             if t % q == 0:  # line 4
                 g = release(cur, "eta_refresh",
-                            _eta_query(cur, setting, div, c, x, eta, C1, float(n), sound),
+                            _eta_query(cur, setting, div, c, x, eta, C1, float(n), rule.clip),
                             sensitivity=2.0 * C1 / n, noise=s1)
             else:  # line 6
                 dx = xp.linalg.vector_norm(x - x_prev, axis=1)
                 de = xp.abs(eta - eta_prev)
-                if sound:
-                    thr = L2 * (dx + de)
-                else:  # C2 of Theorem 6 (line 470)
-                    thr = 2.0 * xp.maximum(L2 * de, G * M * dx / lam)
-                thr = xp.clip(thr, min=TINY)
-                batch = sampled_batch(cur, N, sound=sound)
+                thr = xp.clip(rule.c2(xp, c, dx, de, None), min=TINY)
                 g = g + release(
                     cur, "eta_increment",
                     _eta_diff_query(cur, setting, div, c, x, eta, x_prev, eta_prev, thr,
-                                    float(N), sound),
-                    sensitivity=2.0 / N, noise=s2, batch=batch, scale=thr)
+                                    float(N), rule.clip),
+                    sensitivity=2.0 / N, noise=s2,
+                    batch=sampled_batch(cur, N, sound=rule.poisson), scale=thr)
             eta_new = eta - alpha * g  # line 8
             if t % q == 0:  # line 10
                 v = release(cur, "x_refresh",
-                            _x_query(cur, setting, div, c, x, eta_new, C3, float(n), sound),
+                            _x_query(cur, setting, div, c, x, eta_new, C3, float(n), rule.clip),
                             sensitivity=2.0 * C3 / n, noise=s3)
             else:  # line 12
-                dx = xp.linalg.vector_norm(x - x_prev, axis=1)
-                if sound:
-                    thr = (c["K"] * c["L"] + L2) * dx + L2 * xp.abs(eta_new - eta)
-                else:  # C4 of Theorem 6 (line 470): |eta_t - eta_{t-1}|, Lemma 5's M L / lam
-                    thr = 2.0 * xp.maximum(
-                        M * c["L"] * xp.abs(eta - eta_prev) / lam,
-                        (c["L0"] + c["L1"] * math.sqrt(c["H0"])) * dx)
-                thr = xp.clip(thr, min=TINY)
-                batch = sampled_batch(cur, N, sound=sound)
+                thr = xp.clip(rule.c4(xp, c, dx, de, xp.abs(eta_new - eta)), min=TINY)
                 v = v + release(
                     cur, "x_increment",
                     _x_diff_query(cur, setting, div, c, x, eta_new, x_prev, eta, thr,
-                                  float(N), sound),
-                    sensitivity=2.0 / N, noise=s4, batch=batch, scale=thr)
+                                  float(N), rule.clip),
+                    sensitivity=2.0 / N, noise=s4,
+                    batch=sampled_batch(cur, N, sound=rule.poisson), scale=thr)
             vn = xp.linalg.vector_norm(v, axis=1, keepdims=True)
             beta = xp.minimum(
                 xp.zeros_like(vn) + beta_cap,

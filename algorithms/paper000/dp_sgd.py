@@ -11,12 +11,15 @@ sigma = c C sqrt(log(1/delta)/eps) max{1/b, sqrt(T)/n}, batches of size b unifor
 replacement, declared sensitivity 2C/b (elements bounded by C).
 
 ``sound``: Poisson batches of expected size b, noise calibrated by PLD for T steps.
+
+The two differ only in their :class:`NoiseRule` (:data:`PAPER_RULE`, :data:`SOUND_RULE`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -79,8 +82,50 @@ def joint_grad_query(cur: Curator, setting: Setting, div: Any, G: float, lam: fl
     return query
 
 
-def dp_sgd_dual(*, sound: bool):
-    """DP-SGD on (x, eta) as a ``run(cur, setting, params)`` function.
+def theorem5_typeset_noise(p: Mapping[str, Any], n: int, b: int) -> float:
+    """Theorem 5 as typeset (line 418), sqrt(log(1/delta)/eps), with the constant
+    :func:`~algorithms.paper000.common.c_of`.
+
+    Examples
+    --------
+    >>> p = {"clip": 1.0, "epsilon": 0.25, "delta": math.exp(-4.0), "T": 100, "c_noise": 1.0}
+    >>> theorem5_typeset_noise(p, 1000, 10)  # sqrt(4 / 0.25) max{1/10, sqrt(100)/1000}
+    0.4
+    """
+    return thm5_sigma(c_of(p), float(p["clip"]), float(p["epsilon"]), float(p["delta"]), b,
+                      int(p["T"]), n, typeset=True)
+
+
+def calibrated_noise(p: Mapping[str, Any], n: int, b: int) -> float:
+    """z 2C/b with z calibrated by PLD for T Poisson-sampled steps of rate b/n.
+
+    Examples
+    --------
+    >>> s = calibrated_noise({"clip": 1.0, "epsilon": 1.0, "delta": 1e-3, "T": 10}, 100, 100)
+    >>> 0.02 < s < 0.2  # ten full-batch steps of sensitivity 0.02
+    True
+    """
+    z = calibrate_streams(float(p["epsilon"]), float(p["delta"]), n,
+                          (("poisson", b / n, int(p["T"])),))
+    return z * (2.0 * float(p["clip"]) / b)
+
+
+@dataclass(frozen=True)
+class NoiseRule:
+    """What the variants differ in: ``noise(p, n, b)``, the std of every step's release,
+    and ``poisson``, its batches' sampling (else uniform without replacement)."""
+
+    name: str
+    noise: Callable[[Mapping[str, Any], int, int], float]
+    poisson: bool
+
+
+PAPER_RULE = NoiseRule("paper", theorem5_typeset_noise, poisson=False)  # Theorem 5, line 418
+SOUND_RULE = NoiseRule("sound", calibrated_noise, poisson=True)  # PLD, Poisson batches
+
+
+def dp_sgd_dual(rule: NoiseRule):
+    """DP-SGD on (x, eta) under ``rule`` as a ``run(cur, setting, params)`` function.
 
     Examples
     --------
@@ -88,7 +133,7 @@ def dp_sgd_dual(*, sound: bool):
     >>> from dpverify.execution.trials import build_problem
     >>> t = resolve("dp_sgd_dro:paper"); p = t.algorithm.params("paper", {"T": 3})
     >>> cur = Curator(build_problem(t, p, 0).data, trials=2, rng=0)
-    >>> dp_sgd_dual(sound=False)(cur, build_problem(t, p, 0).setting(), p).shape
+    >>> dp_sgd_dual(PAPER_RULE)(cur, build_problem(t, p, 0).setting(), p).shape
     (2, 5)
     """
 
@@ -98,19 +143,14 @@ def dp_sgd_dual(*, sound: bool):
         div = divergence_of(p)
         G, lam = float(setting["lipschitz"]), float(p["dro_lambda"])
         T, b, C, lr = int(p["T"]), min(cur.n, int(p["batch"])), float(p["clip"]), float(p["lr"])
-        eps, delta = float(p["epsilon"]), float(p["delta"])
         sens = 2.0 * C / b
-        if sound:
-            z = calibrate_streams(eps, delta, n, (("poisson", b / n, T),))
-            noise = z * sens
-        else:
-            noise = thm5_sigma(c_of(p), C, eps, delta, b, T, n, typeset=True)
+        noise = rule.noise(p, n, b)
         Z = bk.asarray(np.concatenate([np.zeros((cur.trials, d)),
                                        np.full((cur.trials, 1), float(p["eta0"]))], axis=1))
         out = RandomIterate(cur, T, Z[:, :d], str(p["output"]))
         for t in range(T):
             cur.step(t)
-            batch = sampled_batch(cur, b, sound=sound)
+            batch = sampled_batch(cur, b, sound=rule.poisson)
             g = release(cur, "dual_grad",
                         joint_grad_query(cur, setting, div, G, lam, Z, max(C, TINY), float(b)),
                         sensitivity=sens, noise=noise, batch=batch)

@@ -17,6 +17,10 @@ s_t is projected onto [1, C5] and lambda onto [lambda_0, inf) (post-processing; 
 takes log s_t of a noisy value), and beta_t is the constant ``beta`` (Lemma 9's schedule,
 line 736, gives beta > 1).
 
+The variants differ only in their :class:`NoiseRule` (:data:`PAPER_RULE`,
+:data:`SOUND_RULE`): the loop is Algorithm 3's and asks the rule for the noise of the five
+streams, the increments' thresholds, the tracker's release and the batches.
+
 ``paper``: noise as printed. sigma_1 = sigma_3 = c G sqrt(T log(1/delta))/(n q eps) with the
 proof's element bound G (lines 219, 651, 656); line 11's kappa_t ~ N(0, min{sigma_2^2,
 sigma^_4^2}) and line 12's zeta_t ~ N(0, min{sigma_4^2, sigma^_2^2}) with sigma_2 =
@@ -36,7 +40,8 @@ released values), not of l; s_t from a Poisson batch of ``s_batch`` records with
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,17 +51,16 @@ from algorithms.paper000.common import (
     RandomIterate,
     c_of,
     calibrate_streams,
-    clip_each,
+    clip_then_mean,
     finite_records,
     glm_terms,
     log_difference,
     log_sign,
     release,
-    row_log_cap,
     sampled_batch,
 )
 from algorithms.paper000.divergences import safe_log
-from dpverify.core.curator import Curator
+from dpverify.core.curator import Batch, Curator
 from dpverify.core.registry import Setting
 
 
@@ -128,7 +132,7 @@ def _v_query(cur: Curator, setting: Setting, Wt: Any, C: float, divisor: float):
     def query(X: Any, y: Any, w: Any) -> Any:  # line 7
         X, y, w = finite_records(xp, X, y, w)
         _, lv, sv, _, _ = _log_g_terms(cur, setting, Wt, X, y)
-        return (w * clip_each(xp, lv, sv, row_log_cap(xp, C, X)[None, :])) @ X / divisor
+        return clip_then_mean(xp, lv, sv, w, divisor, math.log(C), X)
 
     return query
 
@@ -139,7 +143,7 @@ def _u_query(cur: Curator, setting: Setting, Wt: Any, C: float, divisor: float):
     def query(X: Any, y: Any, w: Any) -> Any:  # line 8
         X, y, w = finite_records(xp, X, y, w)
         _, _, _, lu, su = _log_g_terms(cur, setting, Wt, X, y)
-        return xp.sum(w * clip_each(xp, lu, su, math.log(C)), axis=1) / divisor
+        return clip_then_mean(xp, lu, su, w, divisor, math.log(C))
 
     return query
 
@@ -154,8 +158,7 @@ def _v_diff_query(cur: Curator, setting: Setting, W1: Any, W0: Any, thr: Any,
         _, l1, s1, _, _ = _log_g_terms(cur, setting, W1, X, y)
         _, l0, s0, _, _ = _log_g_terms(cur, setting, W0, X, y)
         ld, sd = log_difference(xp, l1, s1, l0, s0)
-        cap = log_thr + row_log_cap(xp, 1.0, X)[None, :]
-        return (w * clip_each(xp, ld, sd, cap)) @ X / divisor
+        return clip_then_mean(xp, ld, sd, w, divisor, log_thr, X)
 
     return query
 
@@ -170,7 +173,7 @@ def _u_diff_query(cur: Curator, setting: Setting, W1: Any, W0: Any, thr: Any,
         _, _, _, l1, s1 = _log_g_terms(cur, setting, W1, X, y)
         _, _, _, l0, s0 = _log_g_terms(cur, setting, W0, X, y)
         ld, sd = log_difference(xp, l1, s1, l0, s0)
-        return xp.sum(w * clip_each(xp, ld, sd, log_thr), axis=1) / divisor
+        return clip_then_mean(xp, ld, sd, w, divisor, log_thr)
 
     return query
 
@@ -206,8 +209,171 @@ def _g_smoothness_log(xp: Any, info: Mapping[str, Any], lam_min: Any, dx: Any,
     return logE + safe_log(xp, vx * dx + vl * dlam), logE + safe_log(xp, vl * dx + ul * dlam)
 
 
-def recursive_spider(*, sound: bool):
-    """Algorithm 3 as a ``run(cur, setting, params)`` function (module docstring).
+# What the variants differ in ------------------------------------------------------------
+
+Sizes = tuple[int, int, int, int, int]  # (n, T, q, b2, s_batch)
+
+
+@dataclass(frozen=True)
+class Streams:
+    """Declared sensitivity and noise of each stream (the increments' per unit threshold),
+    and the s_t query's clip, centre and batch."""
+
+    sens_v: float
+    sens_u: float
+    noise_v: float
+    noise_u: float
+    noise_dv: float
+    noise_du: float
+    sens_s: float
+    noise_s: float
+    C5: float
+    centre: float
+    bs: int
+
+
+def theorem8_noise(p: Mapping[str, Any], info: Mapping[str, Any], sizes: Sizes) -> Streams:
+    """The printed noise: Theorems 3 and 8 (lines 219, 651) with n q, not n sqrt(q), and
+    the element bound G; kappa and zeta per unit element bound; sigma_st for one record.
+
+    Examples
+    --------
+    >>> st = theorem8_noise({"epsilon": 1.0, "delta": 1e-3, "c_noise": 1.0, "clip_s": 3.0},
+    ...                     {"lipschitz": 0.25}, (100, 16, 4, 10, 1))
+    >>> round(st.noise_v, 5), st.sens_s, st.centre
+    (0.00657, 0.5, 0.0)
+    """
+    n, T, q, b2, bs = sizes
+    G = float(info["lipschitz"])
+    eps, logd = float(p["epsilon"]), math.log(1.0 / float(p["delta"]))
+    cc = c_of(p)
+    sigma1 = cc * G * math.sqrt(T * logd) / (n * q * eps)
+    m2 = max(1.0 / b2, math.sqrt(T) / n)
+    noise_d = cc * math.sqrt(logd) / eps * m2  # per unit element bound
+    return Streams(
+        sens_v=2.0 * G / n, sens_u=2.0 * G / n, noise_v=sigma1, noise_u=sigma1,
+        noise_dv=noise_d, noise_du=noise_d,
+        sens_s=2.0 * G,  # Theorem 5 with element bound G, batch of one
+        noise_s=cc * G * math.sqrt(T * logd) / (n * eps),  # sigma_st, line 651
+        C5=float(p["clip_s"]), centre=0.0, bs=bs)
+
+
+def calibrated_noise(p: Mapping[str, Any], info: Mapping[str, Any], sizes: Sizes) -> Streams:
+    """One multiplier z for all five streams, calibrated by PLD on the full-batch refreshes,
+    the Poisson increments and the Poisson s_t batches (notes 3.4); s_t's values in
+    [1, C5] centred at (1 + C5)/2, so one record moves their sum by C5 - 1.
+
+    Examples
+    --------
+    >>> st = calibrated_noise({"epsilon": 1.0, "delta": 1e-3, "clip_v": 1.0, "clip_u": 2.0,
+    ...                        "clip_s": 3.0}, {}, (100, 16, 4, 10, 10))
+    >>> st.noise_u / st.noise_v, st.sens_s, st.centre
+    (2.0, 0.2, 2.0)
+    """
+    n, T, q, b2, bs = sizes
+    C1, C3, C5 = float(p["clip_v"]), float(p["clip_u"]), float(p["clip_s"])
+    R = math.ceil(T / q)
+    z = calibrate_streams(float(p["epsilon"]), float(p["delta"]), n,
+                          (("full", 1.0, 2 * R), ("poisson", b2 / n, 2 * (T - R)),
+                           ("poisson", bs / n, T)))
+    sens_v, sens_u = 2.0 * C1 / n, 2.0 * C3 / n
+    sens_s = (C5 - 1.0) / bs
+    return Streams(sens_v=sens_v, sens_u=sens_u, noise_v=z * sens_v, noise_u=z * sens_u,
+                   noise_dv=z * 2.0 / b2, noise_du=z * 2.0 / b2, sens_s=sens_s,
+                   noise_s=z * sens_s, C5=C5, centre=0.5 * (1.0 + C5), bs=bs)
+
+
+Moves = tuple[Any, Any, Any]  # ||x_t - x_{t-1}||, |lambda_t - lambda_{t-1}|, min lambda
+
+
+def theorem3_thresholds(xp: Any, info: Mapping[str, Any], clips: tuple[float, float],
+                        mv: Moves) -> tuple[Any, Any, Any, Any]:
+    """(C2, C4, scale_v, scale_u): the fixed clips, and the element bounds the printed
+    noises are Theorem 5's noise for: kappa takes min{sigma_2, sigma^_4}, zeta
+    min{sigma_4, sigma^_2} (lines 11-12), i.e. min{L ||dx||, 2G} and min{L |dlambda|, 2G}.
+
+    Examples
+    --------
+    >>> import array_api_compat.numpy as xp
+    >>> mv = (np.array([0.1, 1.0]), np.array([0.2, 0.0]), np.ones(2))
+    >>> thr = theorem3_thresholds(xp, {"lipschitz": 0.25, "smoothness": 2.0}, (1.0, 0.5), mv)
+    >>> [a.tolist() for a in thr]
+    [[1.0, 1.0], [0.5, 0.5], [0.2, 0.5], [0.4, 0.0]]
+    """
+    G, L = float(info["lipschitz"]), float(info["smoothness"])
+    dx, dl, _ = mv
+    return (xp.zeros_like(dx) + clips[0], xp.zeros_like(dx) + clips[1],
+            xp.minimum(L * dx, xp.zeros_like(dx) + 2.0 * G),
+            xp.minimum(L * dl, xp.zeros_like(dl) + 2.0 * G))
+
+
+def g_smoothness_thresholds(xp: Any, info: Mapping[str, Any], clips: tuple[float, float],
+                            mv: Moves) -> tuple[Any, Any, Any, Any]:
+    """min(C2, L_g ||Delta w||) and min(C4, ...) with g's smoothness over the segment
+    (:func:`_g_smoothness_log`; notes 4, A3-L13 fix): each the clip and the noise scale.
+
+    Examples
+    --------
+    >>> import array_api_compat.numpy as xp
+    >>> info = {"lipschitz": 1.0, "smoothness": 1.0, "loss_bound": 1.0}
+    >>> mv = (np.array([1e-3, 1.0]), np.zeros(2), np.ones(2))
+    >>> thr_v, _, scale_v, _ = g_smoothness_thresholds(xp, info, (1.0, 1.0), mv)
+    >>> [round(v, 6) for v in thr_v.tolist()], bool(np.all(scale_v == thr_v))  # 2e * dx
+    ([0.005437, 1.0], True)
+    """
+    dx, dl, lam_min = mv
+    lv, lu = _g_smoothness_log(xp, info, lam_min, dx, dl)
+    thr_v = xp.exp(xp.minimum(lv, math.log(clips[0])))
+    thr_u = xp.exp(xp.minimum(lu, math.log(clips[1])))
+    return thr_v, thr_u, thr_v, thr_u
+
+
+def _printed_tracker(cur: Curator, setting: Setting, Wt: Any, beta_t: float, batch: Batch,
+                    st: Streams) -> Any:
+    """Line 16: beta_t Clip(g(w_t; xi0), C5) + N(0, sigma_st^2)."""
+    return release(cur, "s_tracker", _s_query(cur, setting, Wt, st.C5, beta_t, 0.0,
+                                              float(st.bs)),
+                   sensitivity=st.sens_s, noise=st.noise_s, batch=batch)
+
+
+def _centred_tracker(cur: Curator, setting: Setting, Wt: Any, beta_t: float, batch: Batch,
+                    st: Streams) -> Any:
+    """beta_t times the noisy batch mean of Clip(g, C5), released centred at (1 + C5)/2."""
+    sample = release(cur, "s_tracker", _s_query(cur, setting, Wt, st.C5, 1.0, st.centre,
+                                                float(st.bs)),
+                     sensitivity=st.sens_s, noise=st.noise_s, batch=batch) + st.centre
+    return beta_t * sample
+
+
+@dataclass(frozen=True)
+class NoiseRule:
+    """What the variants of Algorithm 3 differ in: everything else is the printed loop.
+
+    ``noise(p, constants, (n, T, q, b2, s_batch))``: the five streams' :class:`Streams`;
+    ``thresholds(xp, constants, (C2, C4), moves)``: the increments' clips and noise scales;
+    ``tracker(cur, setting, w_t, beta_t, batch, streams)``: line 16's release of g(w_t);
+    ``poisson``: batches are Poisson (else uniform without replacement).
+    """
+
+    name: str
+    noise: Callable[[Mapping[str, Any], Mapping[str, Any], Sizes], Streams]
+    thresholds: Callable[[Any, Mapping[str, Any], tuple[float, float], Moves],
+                         tuple[Any, Any, Any, Any]]
+    tracker: Callable[[Curator, Setting, Any, float, Batch, Streams], Any]
+    poisson: bool
+
+
+# Algorithm 3 as printed (lines 226-247, Theorems 3 and 8).
+PAPER_RULE = NoiseRule("paper", theorem8_noise, theorem3_thresholds, _printed_tracker,
+                       poisson=False)
+# Notes 4 (A3-L7..L16 fixes) and 3.4: clips at the noise's thresholds, one accountant.
+SOUND_RULE = NoiseRule("sound", calibrated_noise, g_smoothness_thresholds, _centred_tracker,
+                       poisson=True)
+
+
+def recursive_spider(rule: NoiseRule):
+    """Algorithm 3 under ``rule`` as a ``run(cur, setting, params)`` function (module
+    docstring).
 
     Examples
     --------
@@ -217,7 +383,7 @@ def recursive_spider(*, sound: bool):
     >>> p = t.algorithm.params("paper", {"T": 4, "q": 2})
     >>> cur = Curator(build_problem(t, p, 0).data, trials=2, rng=0)
     >>> s = build_problem(t, p, 0).setting()
-    >>> recursive_spider(sound=False)(cur, s, p).shape, len(cur.ledger)
+    >>> recursive_spider(PAPER_RULE)(cur, s, p).shape, len(cur.ledger)
     ((2, 6), 12)
     """
 
@@ -225,38 +391,14 @@ def recursive_spider(*, sound: bool):
         xp, b = cur.xp, cur.backend
         n, d = cur.n, cur.d
         info = setting.constants
-        G, L = float(info["lipschitz"]), float(info["smoothness"])
         T, q, b2 = theorem8_schedule(p, setting, n, d)
-        b4 = b2
-        eps, delta = float(p["epsilon"]), float(p["delta"])
         rho, lam0 = float(p["rho"]), float(p["lam0"])
         lr, beta = float(p["lr"]), float(p["beta"])
         C1, C3, C5 = float(p["clip_v"]), float(p["clip_u"]), float(p["clip_s"])
         C2 = C1 if p.get("clip_dv") is None else float(p["clip_dv"])
         C4 = C3 if p.get("clip_du") is None else float(p["clip_du"])
         bs = b2 if p.get("s_batch") is None else int(p["s_batch"])
-        R = math.ceil(T / q)
-        centre = 0.5 * (1.0 + C5) if sound else 0.0
-        logd = math.log(1.0 / delta)
-        if sound:
-            z = calibrate_streams(eps, delta, n, (("full", 1.0, 2 * R),
-                                                  ("poisson", b2 / n, 2 * (T - R)),
-                                                  ("poisson", bs / n, T)))
-            sens_v, sens_u = 2.0 * C1 / n, 2.0 * C3 / n
-            noise_v, noise_u = z * sens_v, z * sens_u
-            noise_dv, noise_du = z * 2.0 / b2, z * 2.0 / b4
-            sens_s = (C5 - 1.0) / bs
-            noise_s = z * sens_s
-        else:
-            cc = c_of(p)
-            # Theorems 3 and 8 (lines 219, 651): n q, not n sqrt(q); element bound G
-            sigma1 = cc * G * math.sqrt(T * logd) / (n * q * eps)
-            sens_v = sens_u = 2.0 * G / n
-            noise_v = noise_u = sigma1
-            m2 = max(1.0 / b2, math.sqrt(T) / n)
-            noise_dv = noise_du = cc * math.sqrt(logd) / eps * m2  # per unit element bound
-            sens_s = 2.0 * G  # Theorem 5 with element bound G, batch of one
-            noise_s = cc * G * math.sqrt(T * logd) / (n * eps)  # sigma_st, line 651
+        st = rule.noise(p, info, (n, T, q, b2, bs))
         x = b.asarray(np.zeros((cur.trials, d)))
         lam = b.asarray(np.full(cur.trials, max(float(p["lam_init"]), lam0)))
         Wt = xp.concat([x, lam[:, None]], axis=1)
@@ -266,48 +408,30 @@ def recursive_spider(*, sound: bool):
             cur.step(t)
             if t % q == 0:  # lines 5-8
                 v = release(cur, "v_refresh", _v_query(cur, setting, Wt, C1, float(n)),
-                            sensitivity=sens_v, noise=noise_v)
+                            sensitivity=st.sens_v, noise=st.noise_v)
                 u = release(cur, "u_refresh", _u_query(cur, setting, Wt, C3, float(n)),
-                            sensitivity=sens_u, noise=noise_u)
+                            sensitivity=st.sens_u, noise=st.noise_u)
             else:  # lines 10-14
                 x_t, lam_t = _split(xp, Wt)
                 x_p, lam_p = _split(xp, W_prev)
                 dx = xp.linalg.vector_norm(x_t - x_p, axis=1)
                 dl = xp.abs(lam_t - lam_p)
-                if sound:
-                    lv, lu = _g_smoothness_log(xp, info, xp.minimum(lam_t, lam_p), dx, dl)
-                    thr_v = xp.exp(xp.minimum(lv, math.log(C2)))
-                    thr_u = xp.exp(xp.minimum(lu, math.log(C4)))
-                    scale_v, scale_u = thr_v, thr_u
-                else:
-                    thr_v = xp.zeros_like(dx) + C2
-                    thr_u = xp.zeros_like(dx) + C4
-                    # the element bounds the printed noises are Theorem 5's noise for:
-                    # kappa: min{sigma_2, sigma^_4}, zeta: min{sigma_4, sigma^_2} (lines 11-12)
-                    scale_v = xp.minimum(L * dx, xp.zeros_like(dx) + 2.0 * G)
-                    scale_u = xp.minimum(L * dl, xp.zeros_like(dl) + 2.0 * G)
+                thr_v, thr_u, scale_v, scale_u = rule.thresholds(
+                    xp, info, (C2, C4), (dx, dl, xp.minimum(lam_t, lam_p)))
                 thr_v, thr_u = xp.clip(thr_v, min=TINY), xp.clip(thr_u, min=TINY)
-                batch = sampled_batch(cur, b2, sound=sound)
+                batch = sampled_batch(cur, b2, sound=rule.poisson)
                 v = v + release(cur, "v_increment",
                                 _v_diff_query(cur, setting, Wt, W_prev, thr_v, float(b2)),
-                                sensitivity=2.0 / b2, noise=noise_dv, batch=batch,
+                                sensitivity=2.0 / b2, noise=st.noise_dv, batch=batch,
                                 scale=scale_v)
-                batch = sampled_batch(cur, b4, sound=sound)
+                batch = sampled_batch(cur, b2, sound=rule.poisson)  # b4 = b2
                 u = u + release(cur, "u_increment",
-                                _u_diff_query(cur, setting, Wt, W_prev, thr_u, float(b4)),
-                                sensitivity=2.0 / b4, noise=noise_du, batch=batch,
+                                _u_diff_query(cur, setting, Wt, W_prev, thr_u, float(b2)),
+                                sensitivity=2.0 / b2, noise=st.noise_du, batch=batch,
                                 scale=scale_u)
             beta_t = 1.0 if t == 0 else beta
-            batch = sampled_batch(cur, bs, sound=sound)
-            if sound:
-                sample = release(cur, "s_tracker",
-                                 _s_query(cur, setting, Wt, C5, 1.0, centre, float(bs)),
-                                 sensitivity=sens_s, noise=noise_s, batch=batch) + centre
-                fresh = beta_t * sample
-            else:  # line 16: beta Clip(g(w_t; xi0), C5) + N(0, sigma_st^2)
-                fresh = release(cur, "s_tracker",
-                                _s_query(cur, setting, Wt, C5, beta_t, 0.0, float(bs)),
-                                sensitivity=sens_s, noise=noise_s, batch=batch)
+            batch = sampled_batch(cur, bs, sound=rule.poisson)
+            fresh = rule.tracker(cur, setting, Wt, beta_t, batch, st)  # line 16
             s = fresh if t == 0 else fresh + (1.0 - beta_t) * s
             s = xp.clip(s, min=1.0, max=C5)
             x_t, lam_t = _split(xp, Wt)

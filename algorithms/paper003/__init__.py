@@ -37,7 +37,14 @@ from algorithms.paper003.common import (
 )
 from algorithms.paper003.problems import PROBLEM_DEFAULTS, empirical_F0, make_minimax_problem
 from algorithms.paper003.register import REGISTER
-from algorithms.paper003.rgda import dp_rgda
+from algorithms.paper003.rgda import (
+    PAPER_ERM_POLICY,
+    PAPER_POLICY,
+    SOUND_POLICY,
+    dp_rgda,
+)
+from algorithms.paper003.sgda import PAPER_RULE as SGDA_PAPER_RULE
+from algorithms.paper003.sgda import SOUND_RULE as SGDA_SOUND_RULE
 from algorithms.paper003.sgda import dp_sgda
 from algorithms.paper003.spider import eta_defaults, spider
 from dpverify.checks.rates import register_metric
@@ -355,7 +362,7 @@ DP_RGDA = Algorithm(
     defaults=RGDA_DEFAULTS,
     variants={
         "sound": Variant(
-            "sound", "sound", dp_rgda(sound=True, style="sound"), claim,
+            "sound", "sound", dp_rgda(SOUND_POLICY), claim,
             "ERM (Theorem 1's setting, full-batch refresh): per-sample clipping of gradients "
             "at clip and of differences at Lclip ||dw||, one joint (v, u) release, no k = 0 "
             "increment after a refresh, s_t over 1..K, one noise multiplier calibrated by PLD "
@@ -363,7 +370,7 @@ DP_RGDA = Algorithm(
             utility=THEOREM1, battery=SOUND_BATTERY,
         ),
         "sound_population": Variant(
-            "sound_population", "sound", dp_rgda(sound=True, style="sound"), claim,
+            "sound_population", "sound", dp_rgda(SOUND_POLICY), claim,
             "Theorem 2's setting: one pass over fresh disjoint batches (line 762, (T/q) S1 + "
             "T K S2 <= n), a private warm start of y0 from fresh records too; each record "
             "meets one release, so per-record parallel composition makes the noise that of a "
@@ -372,7 +379,7 @@ DP_RGDA = Algorithm(
             params=POPULATION, battery=SOUND_POPULATION_BATTERY,
         ),
         "paper": Variant(
-            "paper", "paper", dp_rgda(sound=False, style="paper"), claim,
+            "paper", "paper", dp_rgda(PAPER_POLICY), claim,
             "As printed for Theorem 2: Lemma 8's noise and eqs. 30-31's sensitivities (zero "
             "noise at k = 0), clip of the batch mean, separate v and u releases, argmin over "
             "0..K-1, exact warm start (Lemma 8), S1 = n, lambda = 1/(6L)",
@@ -382,7 +389,7 @@ DP_RGDA = Algorithm(
             params={"phi": "population", "warm_start": 3}, battery=PAPER_BATTERY,
         ),
         "paper_population": Variant(
-            "paper_population", "paper", dp_rgda(sound=False, style="paper"), claim,
+            "paper_population", "paper", dp_rgda(PAPER_POLICY), claim,
             "Theorem 2 as printed, on the single pass its sample budget prescribes (line 762): "
             "Lemma 8's noise (line 636) and eqs. 30-31's sensitivities on fresh disjoint "
             "batches, where the linear amplification q_t = S2/n that sets the increment noise "
@@ -393,14 +400,14 @@ DP_RGDA = Algorithm(
             params={**POPULATION, "warm_start": 0}, battery=PAPER_POPULATION_BATTERY,
         ),
         "planted_private_schedule": Variant(
-            "planted_private_schedule", "planted", dp_rgda(sound=True, style="sound"), claim,
+            "planted_private_schedule", "planted", dp_rgda(SOUND_POLICY), claim,
             "The sound variant, but its schedule's F0 is the data's Phi_S(x0) - min Phi instead "
             "of the declared bound",
             utility=THEOREM1, findings=(PRIVATE_SCHEDULE,), derive_setting=empirical_F0,
             battery=Battery(params=_SHORT),
         ),
         "paper_erm": Variant(
-            "paper_erm", "paper", dp_rgda(sound=False, style="paper_erm"), claim,
+            "paper_erm", "paper", dp_rgda(PAPER_ERM_POLICY), claim,
             "As printed for Theorem 1: Algorithm 3's noise (lines 199-200, C_v = M), Lemma 5's "
             "sensitivities (line 506), clip of the batch mean, K = 1, S1 = n, eta = 1/(2L)",
             utility=THEOREM1,
@@ -428,13 +435,13 @@ DP_SGDA = Algorithm(
     defaults=SGDA_DEFAULTS,
     variants={
         "sound": Variant(
-            "sound", "sound", dp_sgda(sound=True), claim,
+            "sound", "sound", dp_sgda(SGDA_SOUND_RULE), claim,
             "Poisson batches of expected size B, per-sample joint clipping, noise multiplier "
             "calibrated by PLD for the T sampled releases",
             utility=TABLE1_SGDA,
         ),
         "paper": Variant(
-            "paper", "paper", dp_sgda(sound=False), claim,
+            "paper", "paper", dp_sgda(SGDA_PAPER_RULE), claim,
             "Appendix D: fixed-size batches, sensitivity 2C/B, Definition 3's sigma at the "
             "per-query budget of advanced composition over T queries",
             utility=TABLE1_SGDA, findings=(DEF3_SQRT2, SGDA_COMPOSITION),

@@ -8,6 +8,14 @@ Algorithm 3, called at every outer step, runs K projected ascent steps on y and 
 SPIDER estimates v ~ grad_x f, u ~ grad_y f: refreshed from a large batch every q outer
 steps, otherwise updated with noisy gradient differences on small batches.
 
+The variants differ only in their :class:`Policy` (:data:`SOUND_POLICY`,
+:data:`PAPER_POLICY`, :data:`PAPER_ERM_POLICY`): Algorithm 2's escape schedule, the default
+ascent step and the noise rule, prepared before the run (:class:`SoundPlan` or
+:class:`PaperRule`), which supplies the warm start's steps and Algorithm 3. The outer loop
+is the same for all. The two updaters stay two functions because the printed Algorithm 3
+differs from the corrected one in structure (separate v and u releases, the k = 0
+increment after a refresh, the range of the argmin), not only in its noise.
+
 ``paper`` (:func:`paper_updater`): Algorithm 3 as printed. The batch MEAN is clipped (lines
 7-8, 14-15); v and u are two releases with independent noise on one batch; the k = 0
 increment differences gradients across the x-step, from (x_{t-1}, y_t) to (x_t, y_t)
@@ -203,6 +211,16 @@ class SoundPlan:
     counts: dict[str, int]
     stream: SinglePass | None = None
 
+    def warm(self, cur: Curator, setting: Setting, p: Mapping[str, Any], x0: Any,
+             y: Any) -> Any:
+        """One warm-start step's u: a refresh-type release, counted by the plan."""
+        return sound_refresh(cur, setting, p, self, x0, y, name="warm_start")[1]
+
+    def update(self, cur: Curator, setting: Setting, p: Mapping[str, Any], t: int,
+               st: UpdaterState) -> UpdaterState:
+        """Algorithm 3, corrected (:func:`sound_updater`)."""
+        return sound_updater(cur, setting, p, self, t, st)
+
 
 def single_pass(p: Mapping[str, Any]) -> bool:
     """Whether the run draws fresh disjoint batches (``sampling = "single_pass"``)."""
@@ -217,30 +235,41 @@ def new_pass(cur: Curator, p: Mapping[str, Any]) -> SinglePass:
     return SinglePass(cur, int(p.get("pass_offset", 0)))
 
 
-def release_counts(p: Mapping[str, Any], *, sound: bool) -> dict[str, int]:
-    """How many refreshes (warm start included for ``sound``) and increments a run can make.
-
-    Sound: ceil(T/q) refreshes plus ``warm_start``; K increments after a refresh, K + 1 at
-    other steps (the k = 0 step across the x-move). Printed (lines 4-17): ceil(T/q)
-    refreshes and T K increments; its warm start reads the data exactly, outside any pass.
+def printed_counts(p: Mapping[str, Any]) -> dict[str, int]:
+    """How many refreshes and increments the printed Algorithm 3 makes (lines 4-17):
+    ceil(T/q) refreshes and T K increments; its warm start reads the data exactly, outside
+    any pass.
 
     Examples
     --------
-    >>> release_counts({"T": 10, "q": 5, "K": 2, "warm_start": 1}, sound=True)
+    >>> printed_counts({"T": 10, "q": 5, "K": 2, "warm_start": 1})
+    {'refresh': 2, 'increment': 20}
+    """
+    T, q, K = int(p["T"]), int(p["q"]), int(p["K"])
+    return {"refresh": -(-T // q), "increment": T * K}
+
+
+def sound_counts(p: Mapping[str, Any]) -> dict[str, int]:
+    """How many refreshes (warm start included) and increments a sound run can make.
+
+    ceil(T/q) refreshes plus ``warm_start``; K increments after a refresh, K + 1 at other
+    steps (the k = 0 step across the x-move; notes, UPDATER_FIXED).
+
+    Examples
+    --------
+    >>> sound_counts({"T": 10, "q": 5, "K": 2, "warm_start": 1})
     {'refresh': 3, 'increment': 28}
     """
     T, q, K = int(p["T"]), int(p["q"]), int(p["K"])
     refreshes = -(-T // q)
-    if not sound:
-        return {"refresh": refreshes, "increment": T * K}
     return {"refresh": refreshes + int(p["warm_start"]),
             "increment": refreshes * K + (T - refreshes) * (K + 1)}
 
 
-def check_sample_budget(cur: Curator, p: Mapping[str, Any], *, sound: bool) -> int:
-    """Records a single-pass run needs, (T/q) S1 + T K S2 (line 762) for the schedule
-    actually run; an InputError when it exceeds n (before anything is released)."""
-    c = release_counts(p, sound=sound)
+def check_sample_budget(cur: Curator, p: Mapping[str, Any], c: Mapping[str, int]) -> int:
+    """Records a single-pass run of ``c`` releases needs, (T/q) S1 + T K S2 (line 762) for
+    the schedule actually run; an InputError when it exceeds n (before anything is
+    released)."""
     need = c["refresh"] * int(p["S1"] or cur.n) + c["increment"] * int(p["S2"])
     if need > cur.n:
         raise InputError(f"single pass: the schedule needs {need} fresh records "
@@ -269,13 +298,13 @@ def sound_plan(cur: Curator, p: Mapping[str, Any]) -> SoundPlan:
     >>> plan.counts
     {'refresh': 3, 'increment': 28}
     """
-    counts = release_counts(p, sound=True)
+    counts = sound_counts(p)
     if exact_gradients(p):  # no noise to calibrate: every release is exact
         return SoundPlan(batch_spec(cur, p["S1"], single_pass=single_pass(p)),
                          batch_spec(cur, p["S2"], single_pass=single_pass(p)), 0.0, counts,
                          new_pass(cur, p) if single_pass(p) else None)
     if single_pass(p):
-        check_sample_budget(cur, p, sound=True)
+        check_sample_budget(cur, p, counts)
         one = ((("full", 1.0, cur.n, cur.n), 1),)
         z = calibrate_common_multiplier(one, float(p["epsilon"]), float(p["delta"]),
                                         str(p["relation"]))
@@ -417,6 +446,25 @@ class PaperNoise:
     inc_scaled: bool  # noise proportional to the move (line 636)
     C_u: float
 
+    def increment(self, move: np.ndarray) -> tuple[np.ndarray, float, float]:
+        """Per trial scale, and sensitivity and noise of the scaled increment, given each
+        trial's y-move ||y_{t,k} - y_{t,k-1}||.
+
+        Examples
+        --------
+        >>> pn = PaperNoise(1.0, 1.0, 2.0, 3.0, False, 1.0)
+        >>> pn.increment(np.array([0.5, 2.0]))
+        (array([1., 1.]), 4.0, 3.0)
+        """
+        if self.inc_scaled:
+            # Line 636: noise and eq. 31's sensitivity both scale with the y-move; released
+            # per unit move (one multiplier for every trial), then scaled back. Where the
+            # y-move is 0 (always at k = 0), both are 0: the answer goes out without noise.
+            return move, self.inc_sens_per_move, self.inc_std
+        # Lines 1-2: one absolute noise scale; Lemma 5's sensitivity 2 L ||dy||/S2 at its
+        # largest over the trials (exact for a single trial).
+        return np.ones_like(move), self.inc_sens_per_move * float(np.max(move)), self.inc_std
+
 
 def paper_noise(p: Mapping[str, Any], s: MinimaxSetting, n: int, esc: EscapeSchedule
                 ) -> PaperNoise:
@@ -508,18 +556,7 @@ def paper_updater(cur: Curator, setting: Setting, p: Mapping[str, Any], pn: Pape
         b, sl = draw(cur, inc, stream)  # line 13: one batch for both queries
         move = _norm_np(cur, y_k - y_last)  # the ||y_{t,k} - y_{t,k-1}|| of eq. 31
         x0, y0 = x_last, y_last
-        if pn.inc_scaled:
-            # Line 636: noise and eq. 31's sensitivity both scale with the y-move; released
-            # per unit move (one multiplier for every trial), then scaled back. Where the
-            # y-move is 0 (always at k = 0), both are 0: the answer goes out without noise.
-            scale = move
-            sens_unit, std_unit = pn.inc_sens_per_move, pn.inc_std
-        else:
-            # Lines 1-2: one absolute noise scale; Lemma 5's sensitivity 2 L ||dy||/S2 at
-            # its largest over the trials (exact for a single trial).
-            scale = np.ones_like(move)
-            sens_unit = pn.inc_sens_per_move * float(np.max(move))
-            std_unit = pn.inc_std
+        scale, sens_unit, std_unit = pn.increment(move)
         zero = not np.any(scale > 0)
         inv = _per_trial(cur, np.where(scale > 0, 1.0 / np.where(scale > 0, scale, 1.0),
                                        1.0 if zero else 0.0))
@@ -550,32 +587,90 @@ def paper_updater(cur: Curator, setting: Setting, p: Mapping[str, Any], pn: Pape
                         _select(cur, sel, us))
 
 
-# Warm start ---------------------------------------------------------------------------------
+# The printed rule, the warm start and the variants' policies ------------------------------
 
 
-def warm_start(cur: Curator, setting: Setting, p: Mapping[str, Any], x0: Any, y0: Any, *,
-               sound: bool, plan: SoundPlan | None) -> Any:
+@dataclass(frozen=True)
+class PaperRule:
+    """The printed noise of a run (:func:`paper_noise`) and its single pass, if any."""
+
+    noise: PaperNoise
+    stream: SinglePass | None = None
+
+    def warm(self, cur: Curator, setting: Setting, p: Mapping[str, Any], x0: Any,
+             y: Any) -> Any:
+        """One warm-start step's u. The paper never says how y0 is found nor charges it;
+        the step reads the exact mean gradient through ``cur.exact``, so the accountant
+        reports what an uncharged data-dependent start costs."""
+        s = setting_of(setting)
+        xp, model, n = cur.xp, s.model, float(cur.n)
+        g = cur.exact("warm_start", lambda X, yl, w: joint_sum(
+            model, xp, X, w, x0, y, None, guard=False) / n)
+        return g[:, s.d1:]
+
+    def update(self, cur: Curator, setting: Setting, p: Mapping[str, Any], t: int,
+               st: UpdaterState) -> UpdaterState:
+        """Algorithm 3 as printed (:func:`paper_updater`)."""
+        return paper_updater(cur, setting, p, self.noise, t, st, self.stream)
+
+
+def _paper_rule(cur: Curator, p: Mapping[str, Any], s: MinimaxSetting,
+                esc: EscapeSchedule) -> PaperRule:
+    """The printed noise, on the single pass when ``sampling = "single_pass"``, its sample
+    budget checked first (line 762)."""
+    if exact_gradients(p):
+        raise InputError("exact_gradients is a switch of the sound variants only (the "
+                         "escape demonstration); the printed noise has its own findings")
+    pn = paper_noise(p, s, cur.n, esc)
+    if not single_pass(p):
+        return PaperRule(pn)
+    check_sample_budget(cur, p, printed_counts(p))
+    return PaperRule(pn, new_pass(cur, p))
+
+
+def _sound_rule(cur: Curator, p: Mapping[str, Any], s: MinimaxSetting,
+                esc: EscapeSchedule) -> SoundPlan:
+    """The sound plan (:func:`sound_plan`); the escape schedule does not enter it."""
+    return sound_plan(cur, p)
+
+
+def warm_start(cur: Curator, setting: Setting, p: Mapping[str, Any], x0: Any, y0: Any,
+               rule: SoundPlan | PaperRule) -> Any:
     """``warm_start`` projected ascent steps on y at x0 (Lemma 8, line 625, needs
-    ||G_lambda(x0, y0)|| <= eps_bar^(1/2)/kappa; line 774 calls it a PiSARAH initialisation).
-
-    ``sound``: each step a refresh-type release, counted by the plan. Paper: the paper
-    never says how y0 is found nor charges it; here each step reads the exact mean gradient
-    through ``cur.exact``, so the accountant reports what an uncharged data-dependent
-    start costs.
+    ||G_lambda(x0, y0)|| <= eps_bar^(1/2)/kappa; line 774 calls it a PiSARAH initialisation),
+    each step's gradient read as ``rule`` reads it.
     """
     s = setting_of(setting)
     lam, W = float(p["lam"]), int(p["warm_start"])
-    xp, model, n = cur.xp, s.model, float(cur.n)
     y = y0
     for _ in range(W):
-        if sound:
-            _, u = sound_refresh(cur, setting, p, plan, x0, y, name="warm_start")
-        else:
-            g = cur.exact("warm_start", lambda X, yl, w, y=y: joint_sum(
-                model, xp, X, w, x0, y, None, guard=False) / n)
-            u = g[:, s.d1:]
-        y = _project(cur, s, y + lam * u)
+        y = _project(cur, s, y + lam * rule.warm(cur, setting, p, x0, y))
     return y
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What the variants of Algorithms 2-3 differ in; everything else is one loop.
+
+    ``escape``: the style of :func:`escape_schedule`; ``lam_scale``: the ascent step
+    lambda = 1/(lam_scale L) unless ``lam`` is given; ``rule(cur, p, s, esc)``: the run's
+    noise rule, prepared before any release, whose ``warm`` and ``update`` are a warm-start
+    step and Algorithm 3.
+    """
+
+    name: str
+    escape: str
+    lam_scale: float
+    rule: Callable[[Curator, Mapping[str, Any], MinimaxSetting, EscapeSchedule],
+                   SoundPlan | PaperRule]
+
+
+# Notes 3.4's safe defaults (lambda = 1/(2L), Jin et al. escape) and the corrected updater.
+SOUND_POLICY = Policy("sound", "sound", 2.0, _sound_rule)
+# Theorem 2 as printed: Lemma 8's schedule and lambda = 1/(6L) (line 625), Lemma 8's noise.
+PAPER_POLICY = Policy("paper", "paper", 6.0, _paper_rule)
+# Theorem 1 as printed: eta = 1/(2L) (Lemma 5, line 501), Lemma 8's lambda = 1/(6L) (line 625).
+PAPER_ERM_POLICY = Policy("paper_erm", "paper_erm", 6.0, _paper_rule)
 
 
 # The outer loop (Algorithm 2) ---------------------------------------------------------------
@@ -666,41 +761,45 @@ def outer_loop(cur: Curator, d1: int, esc: EscapeSchedule, T: int,
     return (out, done) if with_certificate else out
 
 
-def dp_rgda(*, sound: bool, style: str):
-    """Algorithm 2 with Algorithm 3 as a ``run(cur, setting, params)`` function.
+def dp_rgda(policy: Policy):
+    """Algorithm 2 with Algorithm 3 under ``policy`` as a ``run(cur, setting, params)``
+    function.
 
     The run returns x_out (trials, d1); with ``params["certificate"]`` true, (trials,
     d1 + 1) whose last column is 1 where Algorithm 2 certified x_out (line 19) and 0 where
     its budget ran out (line 22).
+
+    Examples
+    --------
+    >>> from dpverify.core.registry import resolve
+    >>> from dpverify.execution.trials import build_problem
+    >>> t = resolve("dp_rgda:paper_erm")
+    >>> p = t.algorithm.params("paper_erm", {"T": 4, "n": 50, "schedule": "given"})
+    >>> prob = build_problem(t, p, 0)
+    >>> cur = Curator(prob.data, trials=2, rng=0)
+    >>> dp_rgda(PAPER_ERM_POLICY)(cur, prob.setting(), p).shape  # v and u released apart
+    (2, 3)
+    >>> sorted({r.name for r in cur.ledger})
+    ['increment_u', 'increment_v', 'refresh_u', 'refresh_v']
     """
 
     def run(cur: Curator, setting: Setting, params: Mapping[str, Any]) -> Any:
         s = setting_of(setting)
         p = resolved(params, s, cur.n)
         if p.get("lam") is None:
-            p["lam"] = 1.0 / (2.0 * s.L) if sound else 1.0 / (6.0 * s.L)  # Lemma 8: 1/(6L)
+            p["lam"] = 1.0 / (policy.lam_scale * s.L)
         if int(p["K"]) < 1:
             raise InputError(f"K must be >= 1, got {p['K']}")
-        if exact_gradients(p) and not sound:
-            raise InputError("exact_gradients is a switch of the sound variants only (the "
-                             "escape demonstration); the printed noise has its own findings")
-        esc = escape_schedule(p, s, cur.n, style=style)
+        esc = escape_schedule(p, s, cur.n, style=policy.escape)
         x, y = _start(cur, s)
-        plan = sound_plan(cur, p) if sound else None
-        pn = None if sound else paper_noise(p, s, cur.n, esc)
-        stream = None
-        if not sound and single_pass(p):
-            check_sample_budget(cur, p, sound=False)
-            stream = new_pass(cur, p)
-        y = warm_start(cur, setting, p, x, y, sound=sound, plan=plan)
+        rule = policy.rule(cur, p, s, esc)
+        y = warm_start(cur, setting, p, x, y, rule)
         pert_rng = np.random.default_rng(cur.rng.integers(2**63))  # public randomness
         st = UpdaterState(x, x, y, cur.backend.asarray(np.zeros((cur.trials, s.d1))),
                           cur.backend.asarray(np.zeros((cur.trials, s.d2))))
 
         def update(t: int, state: UpdaterState) -> UpdaterState:
-            if sound:
-                return sound_updater(cur, setting, p, plan, t, state)
-            return paper_updater(cur, setting, p, pn, t, state, stream)
+            return rule.update(cur, setting, p, t, state)
 
         if not p.get("certificate"):
             return outer_loop(cur, s.d1, esc, int(p["T"]), update, st, pert_rng)
