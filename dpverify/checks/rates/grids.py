@@ -30,7 +30,13 @@ import numpy as np
 from dpverify.checks.rates.metrics import target_metric
 from dpverify.core.errors import InputError, check_positive
 from dpverify.core.registry import Target
-from dpverify.execution.trials import DEFAULT_BLOCK, build_problem, map_blocks, run_target
+from dpverify.execution.trials import (
+    DEFAULT_BLOCK,
+    BlockPlan,
+    build_problem,
+    map_blocks,
+    run_target,
+)
 
 # Privacy parameters whose exponent is better read off the noise actually added (see
 # ``gdp_mu``): value -> the exponent that turns GDP mu into the parameter's scale.
@@ -290,7 +296,7 @@ def run_sweep(
                 return vals
 
             Y[i] = np.concatenate(map_blocks(block, seeds, seed=trial_ss,
-                                             block_size=block_size))
+                                             plan=BlockPlan(block_size)))
             mu[i] = mus[0]
             if trivial:
                 start = trivial_output(problem, widths[0])

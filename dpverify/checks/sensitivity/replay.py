@@ -224,7 +224,7 @@ def measure_pair(
                 record_D=rec_D, record_D_prime=rec_Dp, pair=pair)
     try:
         with np.errstate(all="ignore"):
-            _, cur = run_target(target, params, problem, trials=trials, rng=rng, pair=pair,
+            _, cur = run_target(target, params, problem, trials=trials, rng=rng, data=pair,
                                 backend=backend)
     except Exception as e:  # noqa: BLE001  (a run that fails on a pair is a finding)
         return PairResult(**base, worst_ratio=np.inf, declared=None, true_difference=np.nan,

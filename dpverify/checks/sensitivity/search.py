@@ -651,7 +651,7 @@ def _count_probe(world: _World, *, trials: int, backend: str) -> list[str]:
     try:
         with np.errstate(all="ignore"):
             _, cur = run_target(world.target, world.params, world.problem, trials=trials,
-                                rng=world.trial_seed, pair=pair, backend=backend)
+                                rng=world.trial_seed, data=pair, backend=backend)
     except Exception:  # noqa: BLE001  (a probe that cannot run gives no hint)
         return []
     for rec in cur.ledger.records:
