@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.checks.rates import fit_rate, run_sweep
+from dpverify.checks.rates import FitSettings, GridPoints, SweepPlan, fit_rate, run_sweep
 from dpverify.checks.rates.grids import single_threaded_blas
 from dpverify.checks.rates.metrics import excess_risk
 from dpverify.core.registry import resolve
@@ -51,7 +51,7 @@ def bench_sweep(seeds: int = 20) -> dict[str, Any]:
     t = resolve("noisy_gd:sound")
 
     def batched() -> None:
-        run_sweep(t, "n", N_VALUES, params=PARAMS, seeds=seeds)
+        run_sweep(t, "n", N_VALUES, params=PARAMS, plan=SweepPlan(seeds=seeds))
 
     def one_at_a_time() -> None:
         with single_threaded_blas():
@@ -69,7 +69,7 @@ def bench_sweep(seeds: int = 20) -> dict[str, Any]:
         saved = g.single_threaded_blas
         g.single_threaded_blas = contextlib.nullcontext
         try:
-            run_sweep(t, "n", N_VALUES, params=PARAMS, seeds=seeds)
+            run_sweep(t, "n", N_VALUES, params=PARAMS, plan=SweepPlan(seeds=seeds))
         finally:
             g.single_threaded_blas = saved
 
@@ -109,9 +109,9 @@ def bench_coverage(reps: int, seeds: int) -> dict[str, Any]:
         verdicts: Counter[str] = Counter()
         for r in range(reps):
             Y = synthetic(np.random.default_rng([99, r]), seeds, floor, log, p)
-            f = fit_rate(n, Y, theory=p0, log_factor=np.log(n) if log else None, n_boot=400,
-                         rng=r)
-            g = fit_rate(n, Y, theory=p0, model="power", n_boot=400, rng=r)
+            f = fit_rate(n, Y, theory=p0, points=GridPoints(log_factor=np.log(n) if log else None),
+                         settings=FitSettings(n_boot=400), rng=r)
+            g = fit_rate(n, Y, theory=p0, settings=FitSettings(model="power", n_boot=400), rng=r)
             rec += f.ci_low <= p <= f.ci_high
             plain += g.ci_low <= p <= g.ci_high
             verdicts[f.verdict.value] += 1

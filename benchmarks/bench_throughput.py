@@ -45,8 +45,15 @@ from typing import Any
 import numpy as np
 
 from dpverify.core.registry import resolve
-from dpverify.execution.executors import shutdown, single_threaded_blas, tune_allocator
+from dpverify.execution.executors import (
+    Execution,
+    shutdown,
+    single_threaded_blas,
+    tune_allocator,
+)
 from dpverify.execution.trials import (
+    BlockPlan,
+    OutputBlock,
     auto_block_size,
     build_problem,
     run_blocks,
@@ -225,8 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     steps = s["n"] * s["T"]  # sample-steps per trial
 
     def harness(dtype: str, trials: int, block: int | str = "auto") -> Callable[[], Any]:
-        return lambda: sample_outputs(t, p, prob, prob.data, trials=trials, seed=1,
-                                      block_size=block, dtype=dtype)
+        block_fn = OutputBlock(t, p, prob, prob.data, dtype=dtype)
+        return lambda: sample_outputs(block_fn, trials=trials, seed=1, plan=BlockPlan(block))
 
     variants: dict[str, tuple[int, Callable[[], Any]]] = {
         "harness float64": (args.trials, harness("float64", args.trials)),
@@ -254,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.trials, harness("float64", args.trials, b))
 
     # Same maths: the loops reproduce the harness's trials (same noise streams) exactly.
-    one = sample_outputs(t, p, prob, prob.data, trials=3, seed=1, block_size=1)
+    one = sample_outputs(OutputBlock(t, p, prob, prob.data), trials=3, seed=1, plan=BlockPlan(1))
     np.testing.assert_allclose(numpy_loop_closed_form(s, 3, 1), one, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(numpy_loop_per_sample(s, 3, 1), one, rtol=1e-9, atol=1e-12)
 
@@ -271,13 +278,10 @@ def main(argv: list[str] | None = None) -> int:
     scale: dict[str, Any] = {}
     if args.scale_trials > 0:
         block = auto_block_size(s["n"])
-        from dpverify.execution.trials import OutputBlock
-
         fn = OutputBlock(t, p, prob, prob.data)
-        cpu0, w0, _ = cpu_timed(lambda: run_blocks(fn, 2 * block, seed=2, block_size=block,
-                                                   executor="local", workers=2))
-        run = run_blocks(fn, args.scale_trials, seed=3, block_size=block, executor="local",
-                         workers=2)
+        two = BlockPlan(block, Execution("local", workers=2))
+        cpu0, w0, _ = cpu_timed(lambda: run_blocks(fn, 2 * block, seed=2, plan=two))
+        run = run_blocks(fn, args.scale_trials, seed=3, plan=two)
         shutdown()
         per_worker = args.scale_trials / run.cpu_seconds * 2  # both workers' CPU seconds
         scale = {

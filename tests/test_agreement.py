@@ -21,6 +21,7 @@ from array_api_compat import is_torch_namespace  # noqa: E402
 
 from algorithms.losses import Logistic  # noqa: E402
 from dpverify.checks.agreement import (  # noqa: E402
+    Candidate,
     _relative_deviation,
     coordinate_test,
     distribution_agreement,
@@ -110,7 +111,8 @@ def test_every_variant_agrees_on_one_noise_stream(algo: Algorithm, variant: str)
 
 @pytest.mark.parametrize("target", ["noisy_gd:sound", "dp_sgd:sound"])
 def test_float32_agrees_within_its_tolerance(target: str) -> None:
-    r = trajectory_agreement(target, small_params(resolve(target).algorithm), dtype="float32")
+    r = trajectory_agreement(target, small_params(resolve(target).algorithm),
+                             candidate=Candidate(dtype="float32"))
     assert r.passed, r.metrics()
     # float32 is really used: its rounding shows, far above float64's.
     assert r.max_rel_dev > 100 * np.finfo(np.float64).eps
@@ -175,7 +177,7 @@ class DoubledNoiseBackend(TorchBackend):
 def test_a_planted_sampler_bug_is_caught_by_distributions() -> None:
     bad = DoubledNoiseBackend(noise="own")
     r = distribution_agreement("noisy_gd:sound", GD_SMALL, trials=500, seed=0, alpha=0.01,
-                               backend=bad)
+                               candidate=Candidate(backend=bad))
     assert not r.passed
     assert r.min_pvalue_adjusted < 1e-6
 
@@ -294,7 +296,8 @@ def test_parse_params_types() -> None:
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_cuda_trajectories_agree(dtype: str) -> None:
     for target in ("noisy_gd:sound", "dp_sgd:sound"):
-        r = trajectory_agreement(target, {"T": 10, "n": 200}, device="cuda", dtype=dtype)
+        r = trajectory_agreement(target, {"T": 10, "n": 200},
+                                 candidate=Candidate("cuda", dtype))
         assert r.passed, r.metrics()
         assert r.backend.startswith("torch:cuda")
 
@@ -304,5 +307,5 @@ def test_cuda_trajectories_agree(dtype: str) -> None:
 def test_cuda_distributions_agree() -> None:
     # Same failure probability as on CPU: at most alpha = 0.01 over seeds.
     r = distribution_agreement("noisy_gd:sound", {"T": 10, "n": 200}, trials=500, seed=0,
-                               device="cuda")
+                               candidate=Candidate("cuda"))
     assert r.passed, r.metrics()

@@ -26,7 +26,7 @@ def _run(target: str, overrides=None, *, trials: int = 3, seed: int = 0, pair_sp
     pair = None
     if pair_spec is not None:
         pair = make_pair(pair_spec, problem.data, np.random.default_rng(seed), p["relation"])
-    out, cur = run_target(t, p, problem, trials=trials, rng=seed + 1, pair=pair)
+    out, cur = run_target(t, p, problem, trials=trials, rng=seed + 1, data=pair)
     return out, cur, p
 
 

@@ -23,6 +23,7 @@ from dpverify.execution import executors, progress
 from dpverify.execution.executors import resolve_execution
 from dpverify.execution.trials import (
     DEFAULT_BLOCK,
+    BlockPlan,
     Execution,
     OutputBlock,
     auto_block_size,
@@ -80,6 +81,18 @@ def test_auto_block_size_follows_cache_and_memory_budget() -> None:
     for bad in (0, -3, 2.5, "big", True):
         with pytest.raises(InputError):
             resolve_block_size(bad, n=10)
+        with pytest.raises(InputError):
+            BlockPlan(bad)
+
+
+def test_a_block_plan_resolves_auto_only_for_known_data() -> None:
+    assert BlockPlan(None).size == "auto" and BlockPlan(np.int64(7)).size == 7
+    assert BlockPlan("auto").for_data(1000).size == 64
+    assert BlockPlan("auto", memory_budget=8 * 8 * 10**6 * 3).for_data(10**6).size == 3
+    assert BlockPlan(7).for_data(1000).size == 7  # an explicit size is kept
+    assert BlockPlan(4).block_sizes(10) == [4, 4, 2]
+    with pytest.raises(InputError, match="auto"):
+        map_blocks(lambda ss, k, i: k, 10, seed=0, plan=BlockPlan("auto"))
 
 
 def test_defaults_keep_the_serial_in_order_behaviour() -> None:
@@ -99,28 +112,26 @@ def test_defaults_keep_the_serial_in_order_behaviour() -> None:
 def test_outputs_are_bit_identical_across_executors_and_chunkings(gd: Any, pools: None) -> None:
     distributed = pytest.importorskip("distributed")
     t, p, prob = gd
-    kw = dict(trials=400, seed=11, block_size=25)
-    ref = sample_outputs(t, p, prob, prob.data, **kw)
+    fn = OutputBlock(t, p, prob, prob.data)
+
+    def sample(execution: Execution | None = None, seed: int = 11) -> np.ndarray:
+        return sample_outputs(fn, trials=400, seed=seed, plan=BlockPlan(25, execution))
+
+    ref = sample()
     assert ref.shape == (400, prob.data.d)
     runs = {
-        "serial, 1-block chunks": sample_outputs(
-            t, p, prob, prob.data, executor=Execution("serial", chunk_seconds=1e-9), **kw),
-        "local x2, 1-block chunks": sample_outputs(
-            t, p, prob, prob.data, executor=Execution("local", workers=2, chunk_seconds=1e-9),
-            **kw),
-        "local x2, large chunks": sample_outputs(
-            t, p, prob, prob.data, executor=Execution("local", workers=2, chunk_seconds=100.0),
-            **kw),
+        "serial, 1-block chunks": sample(Execution("serial", chunk_seconds=1e-9)),
+        "local x2, 1-block chunks": sample(Execution("local", workers=2, chunk_seconds=1e-9)),
+        "local x2, large chunks": sample(Execution("local", workers=2, chunk_seconds=100.0)),
     }
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster:
-        runs["dask"] = sample_outputs(t, p, prob, prob.data, executor="dask",
-                                      scheduler=cluster.scheduler_address, **kw)
+        runs["dask"] = sample(Execution("dask", scheduler=cluster.scheduler_address))
         executors.shutdown()  # closes the client before its cluster goes
     for name, out in runs.items():
         assert np.array_equal(out, ref), name
     # and the seed matters: another root seed gives other trials
-    other = sample_outputs(t, p, prob, prob.data, **{**kw, "seed": 12})
+    other = sample(seed=12)
     assert not np.allclose(other, ref)
 
 
@@ -128,15 +139,16 @@ def test_closures_and_plain_functions_run_in_worker_processes(pools: None) -> No
     pytest.importorskip("cloudpickle")
     scale = 3.0
     closure = lambda ss, k, i: np.random.default_rng(ss).random(k) * scale  # noqa: E731
-    serial = run_blocks(closure, 50, seed=4, block_size=7)
-    local = run_blocks(closure, 50, seed=4, block_size=7, executor="local", workers=2)
+    serial = run_blocks(closure, 50, seed=4, plan=BlockPlan(7))
+    local = run_blocks(closure, 50, seed=4, plan=BlockPlan(7, Execution("local", workers=2)))
     assert np.array_equal(serial.concatenate(), local.concatenate())
     assert local.execution == "local (2 workers)" and local.computed == 8
-    tuples = map_blocks(_uniform_block, 20, seed=1, block_size=6, workers=2)
+    tuples = map_blocks(_uniform_block, 20, seed=1,
+                        plan=BlockPlan(6, Execution("local", workers=2)))
     assert [i for _, i in tuples] == [0, 1, 2, 3]
     assert np.array_equal(np.concatenate([a for a, _ in tuples]),
                           np.concatenate([a for a, _ in map_blocks(_uniform_block, 20, seed=1,
-                                                                   block_size=6)]))
+                                                                   plan=BlockPlan(6))]))
 
 
 def test_a_failing_block_raises_in_the_caller_and_the_pool_survives(pools: None) -> None:
@@ -147,9 +159,10 @@ def test_a_failing_block_raises_in_the_caller_and_the_pool_survives(pools: None)
             raise ValueError(f"block {i} failed")
         return k
 
+    two_workers = BlockPlan(5, Execution("local", workers=2))
     with pytest.raises(ValueError, match="block 3 failed"):
-        map_blocks(block, 50, seed=0, block_size=5, workers=2)
-    assert map_blocks(lambda ss, k, i: k, 12, seed=0, block_size=5, workers=2) == [5, 5, 2]
+        map_blocks(block, 50, seed=0, plan=two_workers)
+    assert map_blocks(lambda ss, k, i: k, 12, seed=0, plan=two_workers) == [5, 5, 2]
 
 
 def test_chunks_grow_to_the_target_duration_and_keep_workers_busy() -> None:
@@ -165,9 +178,10 @@ def test_chunks_grow_to_the_target_duration_and_keep_workers_busy() -> None:
 
 def test_float32_runs_in_single_precision_and_tracks_float64(gd: Any) -> None:
     t, p, prob = gd
-    a64 = sample_outputs(t, p, prob, prob.data, trials=64, seed=3, block_size=32)
-    a32 = sample_outputs(t, p, prob, prob.data, trials=64, seed=3, block_size=32,
-                         dtype="float32")
+    a64 = sample_outputs(OutputBlock(t, p, prob, prob.data), trials=64, seed=3,
+                         plan=BlockPlan(32))
+    a32 = sample_outputs(OutputBlock(t, p, prob, prob.data, dtype="float32"), trials=64, seed=3,
+                         plan=BlockPlan(32))
     # the same blocks draw the same noise stream (in float64, then rounded)
     assert a32.dtype == np.float32 and a64.dtype == np.float64
     assert not np.array_equal(a32.astype(np.float64), a64)
@@ -217,8 +231,8 @@ def test_executor_from_context() -> None:
     quiet = executor_from_context(RunContext(extras={"quiet": True, "checkpoint": "ck"}))
     assert quiet.executor == "serial" and quiet.progress is None and quiet.checkpoint == "ck"
     assert executor_from_context(RunContext()).progress == "auto"
-    out = map_blocks(lambda ss, k, i: k, 10, seed=0, block_size=4,
-                     executor=Execution("serial", progress=lambda s, f: seen.append((s, f))))
+    out = map_blocks(lambda ss, k, i: k, 10, seed=0, plan=BlockPlan(
+        4, Execution("serial", progress=lambda s, f: seen.append((s, f)))))
     assert out == [4, 4, 2] and seen[-1][1] == 1.0
 
 
@@ -227,8 +241,8 @@ def test_executor_from_context() -> None:
 
 def test_progress_callback_counts_trials_and_resumed_ones() -> None:
     seen: list[float] = []
-    map_blocks(lambda ss, k, i: k, 10, seed=0, block_size=4,
-               progress=lambda label, f: seen.append(f))
+    map_blocks(lambda ss, k, i: k, 10, seed=0,
+               plan=BlockPlan(4, Execution(progress=lambda label, f: seen.append(f))))
     assert seen == [0.0, 0.4, 0.8, 1.0]
     with progress.TrialProgress(10, "x", lambda label, f: seen.append(f), initial=6) as p:
         assert p.fraction == 0.6
@@ -245,7 +259,7 @@ def test_progress_bar_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> Non
 
     fake = Tty()
     monkeypatch.setattr("sys.stderr", fake)
-    map_blocks(lambda ss, k, i: time.sleep(0.002) or k, 1000, seed=0, block_size=100,
-               progress=True)
+    map_blocks(lambda ss, k, i: time.sleep(0.002) or k, 1000, seed=0,
+               plan=BlockPlan(100, Execution(progress=True)))
     shown = fake.getvalue()
     assert "1000/1000" in shown and "trials/s" in shown and "left" in shown

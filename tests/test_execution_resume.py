@@ -18,13 +18,15 @@ import pytest
 from dpverify.core.errors import InputError
 from dpverify.core.registry import resolve
 from dpverify.execution.checkpoint import BlockStore, fingerprint, pack, unpack
-from dpverify.execution.trials import OutputBlock, build_problem, run_blocks
+from dpverify.execution.executors import Execution
+from dpverify.execution.trials import BlockPlan, OutputBlock, build_problem, run_blocks
 
 # A run of noisy GD whose blocks are slowed down so that it can be killed part-way.
 SCRIPT = textwrap.dedent("""
     import json, sys, time
     import numpy as np
-    from dpverify.execution.trials import OutputBlock, build_problem, run_blocks
+    from dpverify.execution.executors import Execution
+    from dpverify.execution.trials import BlockPlan, OutputBlock, build_problem, run_blocks
     from dpverify.core.registry import resolve
 
     class Slow(OutputBlock):
@@ -36,8 +38,8 @@ SCRIPT = textwrap.dedent("""
     p = t.algorithm.params("sound", {"T": 10, "n": 100, "d": 3})
     prob = build_problem(t, p, 0)
     fn = Slow(t, p, prob, prob.data)
-    run = run_blocks(fn, 40 * 8, seed=7, block_size=8, checkpoint=sys.argv[1],
-                     checkpoint_key=fn.checkpoint_key())
+    plan = BlockPlan(8, Execution(checkpoint=sys.argv[1]), checkpoint_key=fn.checkpoint_key())
+    run = run_blocks(fn, 40 * 8, seed=7, plan=plan)
     np.save(sys.argv[2], run.concatenate())
     print(json.dumps({"computed": run.computed, "resumed": run.resumed}))
 """)
@@ -49,7 +51,7 @@ def _reference() -> np.ndarray:
     p = t.algorithm.params("sound", {"T": 10, "n": 100, "d": 3})
     prob = build_problem(t, p, 0)
     return run_blocks(OutputBlock(t, p, prob, prob.data), BLOCKS * 8, seed=7,
-                      block_size=8).concatenate()
+                      plan=BlockPlan(8)).concatenate()
 
 
 def _block_files(root: Path) -> list[Path]:
@@ -85,6 +87,11 @@ def test_a_run_killed_part_way_resumes_without_losing_finished_blocks(tmp_path: 
     assert np.array_equal(np.load(out), _reference())
 
 
+def saved(size: int, key: str, folder: Path) -> BlockPlan:
+    """Blocks of ``size`` checkpointed in ``folder`` under ``key``."""
+    return BlockPlan(size, Execution(checkpoint=folder), checkpoint_key=key)
+
+
 def test_store_keys_separate_runs_and_reload_blocks(tmp_path: Path) -> None:
     calls: list[int] = []
 
@@ -92,16 +99,16 @@ def test_store_keys_separate_runs_and_reload_blocks(tmp_path: Path) -> None:
         calls.append(i)
         return {"x": np.random.default_rng(ss).random(k), "i": i}
 
-    first = run_blocks(fn, 10, seed=3, block_size=4, checkpoint=tmp_path, checkpoint_key="f")
+    first = run_blocks(fn, 10, seed=3, plan=saved(4, "f", tmp_path))
     assert (first.computed, first.resumed) == (3, 0)
-    again = run_blocks(fn, 10, seed=3, block_size=4, checkpoint=tmp_path, checkpoint_key="f")
+    again = run_blocks(fn, 10, seed=3, plan=saved(4, "f", tmp_path))
     assert (again.computed, again.resumed) == (0, 3) and calls == [0, 1, 2]
     for a, b in zip(first.results, again.results, strict=True):
         assert np.array_equal(a["x"], b["x"]) and int(b["i"]) == a["i"]
     # Another seed, layout or key is another run, in another folder.
-    run_blocks(fn, 10, seed=4, block_size=4, checkpoint=tmp_path, checkpoint_key="f")
-    run_blocks(fn, 10, seed=3, block_size=5, checkpoint=tmp_path, checkpoint_key="f")
-    run_blocks(fn, 10, seed=3, block_size=4, checkpoint=tmp_path, checkpoint_key="g")
+    run_blocks(fn, 10, seed=4, plan=saved(4, "f", tmp_path))
+    run_blocks(fn, 10, seed=3, plan=saved(5, "f", tmp_path))
+    run_blocks(fn, 10, seed=3, plan=saved(4, "g", tmp_path))
     assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 4
     assert all(json.loads((p / "manifest.json").read_text())["run"]["trials"] == 10
                for p in tmp_path.iterdir())
@@ -109,10 +116,10 @@ def test_store_keys_separate_runs_and_reload_blocks(tmp_path: Path) -> None:
 
 def test_a_damaged_block_file_is_recomputed(tmp_path: Path) -> None:
     fn = lambda ss, k, i: np.random.default_rng(ss).random(k)  # noqa: E731
-    ref = run_blocks(fn, 9, seed=1, block_size=3, checkpoint=tmp_path, checkpoint_key="h")
+    ref = run_blocks(fn, 9, seed=1, plan=saved(3, "h", tmp_path))
     victim = sorted(tmp_path.glob("*/block-0000001.npz"))[0]
     victim.write_bytes(b"not an npz")
-    again = run_blocks(fn, 9, seed=1, block_size=3, checkpoint=tmp_path, checkpoint_key="h")
+    again = run_blocks(fn, 9, seed=1, plan=saved(3, "h", tmp_path))
     assert (again.computed, again.resumed) == (1, 2)
     assert np.array_equal(again.concatenate(), ref.concatenate())
 

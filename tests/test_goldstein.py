@@ -14,6 +14,7 @@ from algorithms.paper001.problems import (
     make_problem,
 )
 from dpverify.checks.rates.goldstein import (
+    GoldsteinSettings,
     certified_lower,
     goldstein,
     goldstein_bounds,
@@ -58,7 +59,7 @@ def test_upper_bound_is_never_below_the_lower_bound(kind, n):
     prob = make_problem({"problem": kind, "n": n, "d": 3}, np.random.default_rng(n))
     x = np.random.default_rng(100 + n).normal(scale=0.4, size=(6, 3))
     for r in (0.05, 0.3):
-        bd = goldstein_bounds(prob, x, r, samples=128)
+        bd = goldstein_bounds(prob, x, r, GoldsteinSettings(samples=128))
         assert np.all(np.isfinite(bd.lower)) and np.all(bd.lower >= 0)
         assert np.all(bd.upper >= bd.lower - 1e-9), (bd.upper, bd.lower)
 
@@ -108,7 +109,7 @@ def test_metric_plugin_measures_at_twice_alpha():
     x = np.random.default_rng(2).normal(size=(4, 2))
     params = {"alpha": 0.1, "stationarity_of": "population"}
     got = goldstein(prob, x, params)
-    want = goldstein_bounds(prob, x, 0.2, on="population").upper
+    want = goldstein_bounds(prob, x, 0.2, GoldsteinSettings(on="population")).upper
     assert got.shape == (4,)
     np.testing.assert_allclose(got, want)
     emp = goldstein(prob, x, {"alpha": 0.1, "stationarity_of": "empirical"})

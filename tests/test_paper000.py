@@ -100,7 +100,7 @@ def test_the_ledger_does_not_depend_on_the_data(name, variant):
     prob = build_problem(t, p, 0)
     other = build_problem(t, p, 7)
     _, c1 = run_target(t, p, prob, trials=2, rng=3)
-    _, c2 = run_target(t, p, prob, trials=2, rng=3, data_override=other.data)
+    _, c2 = run_target(t, p, prob, trials=2, rng=3, data=other.data)
     assert c1.ledger.signature() == c2.ledger.signature()
 
 

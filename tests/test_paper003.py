@@ -51,7 +51,7 @@ def _run(target: str, trials: int, params: dict | None = None, seed: int = 0, pa
     t = resolve(target)
     p = t.algorithm.params(t.variant.name, params)
     problem = build_problem(t, p, seed)
-    out, cur = run_target(t, p, problem, trials=trials, rng=seed + 1, pair=pair)
+    out, cur = run_target(t, p, problem, trials=trials, rng=seed + 1, data=pair)
     return np.asarray(out), cur, problem, p
 
 

@@ -288,7 +288,7 @@ def _adaptive_steps(variant: str, params: dict, trials: int):
     problem = build_problem(t, p, 0)
     D = problem.data
     same = NeighbourPair.replace_one(D, 0, D.X[0], float(D.y[0]))  # D' = D: answers kept
-    _, cur = run_target(t, p, problem, trials=trials, rng=1, pair=same, keep_answers=True)
+    _, cur = run_target(t, p, problem, trials=trials, rng=1, data=same, keep_answers=True)
     norms = [r for r in cur.ledger.records if r.release.name == "grad_norm"]
     grads = [r for r in cur.ledger.records if r.release.name == "grad"]
     N = np.stack([r.answer[:, 0] for r in norms], axis=1)
@@ -504,7 +504,7 @@ def test_select_concentrates_on_small_gradient_norms():
     problem = build_problem(t_, p, 0)
     D = problem.data
     pair = NeighbourPair.replace_one(D, 0, D.X[0], float(D.y[0]))
-    _, cur = run_target(t_, p, problem, trials=40, rng=5, pair=pair, keep_answers=True)
+    _, cur = run_target(t_, p, problem, trials=40, rng=5, data=pair, keep_answers=True)
     sel = cur.ledger.records[-1]
     u, j = sel.value_D, sel.answer[:, 0].astype(int)
     m = u.shape[1]
@@ -523,7 +523,7 @@ def test_select_scores_move_twice_the_printed_sensitivity_under_replace_one():
         t = resolve(f"adaptive_noisy_gd_select:{variant}")
         p = t.algorithm.params(variant, {"n": 200})
         problem = build_problem(t, p, 0)
-        _, cur = run_target(t, p, problem, trials=2, rng=3, pair=_opposite_pair(problem, p))
+        _, cur = run_target(t, p, problem, trials=2, rng=3, data=_opposite_pair(problem, p))
         sel = cur.ledger.records[-1]
         ratio = sel.true_difference / sel.release.sensitivity
         assert sel.release.name == "select_t"

@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from dpverify.checks.base import CheckSpec, RunContext, run_check
 from dpverify.checks.rates import (
+    RateOptions,
+    RatesResult,
+    SweepPlan,
     get_metric,
     load_baseline,
     register_metric,
@@ -21,12 +25,20 @@ from dpverify.cli.app import main
 from dpverify.core.claims import Verdict
 from dpverify.core.errors import InputError
 from dpverify.core.registry import resolve
+from dpverify.execution.experiment import Experiment
 
 N_VALUES = [250, 500, 1000, 2000, 4000]
 D_VALUES = [2, 4, 8, 16, 32]
 # T = 100 at eta = 1, lam = 0.1 contracts the optimisation error by 0.9^100 ~ 3e-5: the
 # excess risk is the noise's, which the theorem bounds.
 GD = {"T": 100, "n": 2000}
+
+
+def rates(target: Any, vary: Any, *, params: dict[str, Any] | None = None, seed: int = 0,
+          **options: Any) -> RatesResult:
+    """:func:`verify_rates` of ``target`` with ``params`` fixed, sweeping ``vary``."""
+    return verify_rates(Experiment(target, params, seed=seed),
+                        RateOptions(vary=vary, **options))
 
 
 @pytest.mark.statistical
@@ -37,7 +49,7 @@ def test_sound_noisy_gd_exponents_in_n_and_d_match_the_theorem() -> None:
     below 1: better than the theorem, which an upper bound allows). So with a fresh seed
     the verdicts would fail this test with probability about 1/30, and the containment
     assertion about 1/6; the seed is fixed, making the outcome deterministic."""
-    res = verify_rates("noisy_gd:sound", {"n": N_VALUES, "d": D_VALUES}, params=GD, seeds=40)
+    res = rates("noisy_gd:sound", {"n": N_VALUES, "d": D_VALUES}, params=GD, seeds=40)
     assert res.theory.source.startswith("Bassily")
     by = {f.parameter: f for f in res.fits}
     for name, theory in (("n", -2.0), ("d", 1.0)):
@@ -53,7 +65,7 @@ def test_sound_noisy_gd_exponents_in_n_and_d_match_the_theorem() -> None:
 def test_planted_noise_growing_like_sqrt_n_fails_on_its_n_exponent() -> None:
     """Noise multiplier x sqrt(n/100): excess risk ~ n^-1. Fixed seed; the exponent is
     -1.00 with an interval 0.01 wide, 1 unit away from the failing threshold -1.9."""
-    res = verify_rates("noisy_gd:planted_noise_grows_sqrt_n", {"n": N_VALUES}, params=GD,
+    res = rates("noisy_gd:planted_noise_grows_sqrt_n", {"n": N_VALUES}, params=GD,
                        seeds=20)
     f = res.fits[0]
     assert f.verdict is Verdict.FAIL and res.verdict is Verdict.FAIL
@@ -78,7 +90,7 @@ def test_rate_check_kind_reports_the_numbers_behind_the_verdict() -> None:
 
 def test_metric_override_needs_its_own_theory_and_plugins_register() -> None:
     with pytest.raises(InputError, match="bounds 'excess_risk'"):
-        verify_rates("noisy_gd:sound", {"n": N_VALUES}, params=GD, seeds=4,
+        rates("noisy_gd:sound", {"n": N_VALUES}, params=GD, seeds=4,
                      metric="grad_norm")
     with pytest.raises(InputError, match="unknown utility metric"):
         get_metric("goldstein_nonexistent")
@@ -88,23 +100,23 @@ def test_metric_override_needs_its_own_theory_and_plugins_register() -> None:
         return np.sum((outputs - problem.optimum[None]) ** 2, axis=1)
 
     # For a strongly convex F, ||theta - theta*||^2 scales like the excess risk: n^-2.
-    res = verify_rates("noisy_gd:sound", {"n": N_VALUES}, params=GD, seeds=10,
+    res = rates("noisy_gd:sound", {"n": N_VALUES}, params=GD, seeds=10,
                        metric="test_sq_distance", theory={"n": -2})
     assert res.fits[0].verdict is Verdict.PASS and res.theory.quantity == "test_sq_distance"
 
 
 def test_sweeps_are_reproducible_and_share_random_numbers() -> None:
     t = resolve("noisy_gd:sound")
-    a = run_sweep(t, "n", [200, 400, 800], params={"T": 30}, seeds=8, seed=5)
-    b = run_sweep(t, "n", [200, 400, 800], params={"T": 30}, seeds=8, seed=5)
-    c = run_sweep(t, "n", [200, 400, 800], params={"T": 30}, seeds=8, seed=6)
+    a = run_sweep(t, "n", [200, 400, 800], params={"T": 30}, plan=SweepPlan(seeds=8, seed=5))
+    b = run_sweep(t, "n", [200, 400, 800], params={"T": 30}, plan=SweepPlan(seeds=8, seed=5))
+    c = run_sweep(t, "n", [200, 400, 800], params={"T": 30}, plan=SweepPlan(seeds=8, seed=6))
     np.testing.assert_array_equal(a.utilities, b.utilities)
     assert not np.allclose(a.utilities, c.utilities)
     # Common random numbers: seed j sees the same noise at every n, so its utilities
     # rank alike across points; independent streams do not.
     crn = np.corrcoef(np.log(a.utilities[0]), np.log(a.utilities[2]))[0, 1]
-    ind = run_sweep(t, "n", [200, 400, 800], params={"T": 30}, seeds=8, seed=5,
-                    common_random_numbers=False)
+    ind = run_sweep(t, "n", [200, 400, 800], params={"T": 30},
+                    plan=SweepPlan(seeds=8, seed=5, common_random_numbers=False))
     assert crn > 0.9
     assert np.corrcoef(np.log(ind.utilities[0]), np.log(ind.utilities[2]))[0, 1] < crn
     assert a.metric == "excess_risk" and np.all(np.isfinite(a.mu))
@@ -113,31 +125,31 @@ def test_sweeps_are_reproducible_and_share_random_numbers() -> None:
 def test_epsilon_is_read_off_the_noise_actually_added() -> None:
     """The exact accountant's sigma(epsilon) is no power law: on epsilon itself the
     exponent is about -1.8; on the ledger's GDP mu it is the theorem's -2."""
-    res = verify_rates("noisy_gd:sound", {"epsilon": [0.5, 1.0, 2.0]},
+    res = rates("noisy_gd:sound", {"epsilon": [0.5, 1.0, 2.0]},
                        params={"T": 40, "n": 1000}, seeds=10)
     f = res.fits[0]
     assert f.axis == "gdp" and abs(f.exponent + 2.0) < 0.05
     assert -1.9 < f.exponent_raw < -1.7
-    raw = verify_rates("noisy_gd:sound", {"epsilon": [0.5, 1.0, 2.0]},
+    raw = rates("noisy_gd:sound", {"epsilon": [0.5, 1.0, 2.0]},
                        params={"T": 40, "n": 1000}, seeds=10, axis="param")
     assert raw.fits[0].axis == "param" and raw.fits[0].exponent == pytest.approx(f.exponent_raw)
 
 
 def test_regime_drops_points_where_the_theorem_does_not_hold() -> None:
-    res = verify_rates("noisy_gd:sound", {"n": [125, 250, 500, 1000, 2000]}, params=GD,
+    res = rates("noisy_gd:sound", {"n": [125, 250, 500, 1000, 2000]}, params=GD,
                        seeds=6, regime=["n >= 300"])
     assert res.fits[0].in_regime.tolist() == [False, False, True, True, True]
 
 
 def test_bad_grids_and_targets_are_input_errors() -> None:
     with pytest.raises(InputError, match="at least 3 distinct"):
-        verify_rates("noisy_gd:sound", {"n": [100, 200]}, seeds=4)
+        rates("noisy_gd:sound", {"n": [100, 200]}, seeds=4)
     with pytest.raises(InputError, match="no parameter"):
-        verify_rates("noisy_gd:sound", {"m": [100, 200, 400]}, seeds=4)
+        rates("noisy_gd:sound", {"m": [100, 200, 400]}, seeds=4)
     with pytest.raises(InputError, match="takes integers"):
-        verify_rates("noisy_gd:sound", {"n": [100, 200.5, 400]}, seeds=4)
+        rates("noisy_gd:sound", {"n": [100, 200.5, 400]}, seeds=4)
     with pytest.raises(InputError, match="declares no utility"):
-        verify_rates(lambda n, seed: 1.0 / n, {"n": [1, 2, 4]}, seeds=4)
+        rates(lambda n, seed: 1.0 / n, {"n": [1, 2, 4]}, seeds=4)
 
 
 USER_MODULE = """
@@ -171,7 +183,7 @@ def test_a_users_function_without_a_curator(tmp_path: Path,
                      options={"vary": "n", "values": [100, 200, 400, 800], "seeds": 10,
                               "theory": {"n": -1}})
     assert run_check(spec, RunContext()).outcome.verdict is Verdict.PASS
-    res = verify_rates(f"{tmp_path / 'rates_user_mod.py'}:f", {"d": [1, 2, 4, 8]},
+    res = rates(f"{tmp_path / 'rates_user_mod.py'}:f", {"d": [1, 2, 4, 8]},
                        params={"n": 100, "epsilon": 1.0}, theory={"d": 1}, seeds=20)
     assert res.fits[0].verdict is Verdict.PASS
 
@@ -211,7 +223,7 @@ def test_the_evidence_holds_the_fitted_curve_its_band_and_the_log_factor() -> No
     from dpverify.checks.rates.verify import outcome_of
 
     n = np.array([100, 200, 400, 800, 1600])
-    res = verify_rates(_log_n_over_n, {"n": n.tolist()}, theory={"n": -1},
+    res = rates(_log_n_over_n, {"n": n.tolist()}, theory={"n": -1},
                        log_factors=["log(n)"], seeds=10, seed=0)
     point = outcome_of(res).evidence["points"][0]
     lo, fit, hi, L = (np.array(point[k]) for k in ("band_low", "fit", "band_high",
@@ -239,17 +251,17 @@ def test_a_function_gets_every_parameter_the_grid_knows_by_name() -> None:
         calls.append({"n": n, "d": d, "epsilon": epsilon, "delta": delta, "seed": seed})
         return d / (n * epsilon)
 
-    res = verify_rates(f, {"n": [100, 200, 400]}, params={"d": 5}, theory={"n": -1},
+    res = rates(f, {"n": [100, 200, 400]}, params={"d": 5}, theory={"n": -1},
                        seeds=3)
     assert res.verdict is Verdict.PASS
     assert {(c["n"], c["d"], c["epsilon"], c["delta"]) for c in calls} == {
         (n, 5, 1.0, 1e-5) for n in (100, 200, 400)}
     seen: list[dict] = []
-    verify_rates(lambda **kw: seen.append(kw) or 1.0 / kw["n"], {"epsilon": [0.5, 1, 2]},
+    rates(lambda **kw: seen.append(kw) or 1.0 / kw["n"], {"epsilon": [0.5, 1, 2]},
                  theory={"epsilon": 0}, seeds=2)
     assert set(seen[0]) == {"n", "d", "epsilon", "delta", "seed"}
     # The theorem's log factors can name any grid parameter, defaults included.
-    res = verify_rates(f, {"n": [100, 200, 400]}, theory={"n": -1}, seeds=3,
+    res = rates(f, {"n": [100, 200, 400]}, theory={"n": -1}, seeds=3,
                        log_factors=["log(1/delta)"])
     assert res.fits[0].log_factor[0] == pytest.approx(np.log(1e5))
 
@@ -262,9 +274,9 @@ def test_a_function_and_its_grid_must_agree_before_anything_runs() -> None:
         return 1.0 / n
 
     with pytest.raises(InputError, match=r"needs 'm'.*--fixed m="):
-        verify_rates(f, {"n": [100, 200, 400]}, theory={"n": -1}, seeds=2)
+        rates(f, {"n": [100, 200, 400]}, theory={"n": -1}, seeds=2)
     with pytest.raises(InputError, match="takes no parameter 'warp'"):
-        verify_rates(f, {"n": [100, 200, 400]}, params={"m": 1, "warp": 2},
+        rates(f, {"n": [100, 200, 400]}, params={"m": 1, "warp": 2},
                      theory={"n": -1}, seeds=2)
     assert calls == []
 
@@ -287,10 +299,10 @@ def test_a_clean_power_law_passes_at_the_default_seeds_and_a_wrong_exponent_fail
     the second failed 59/60; with a fresh seed this test would fail with probability
     about 1/30. The root seed is fixed, so the outcome is deterministic."""
     grid = {"n": [100, 200, 400, 800, 1600, 3200]}
-    ok = verify_rates(_lognormal(-1.0), grid, theory={"n": -1}, seed=0)
+    ok = rates(_lognormal(-1.0), grid, theory={"n": -1}, seed=0)
     assert ok.verdict is Verdict.PASS and ok.fits[0].model == "power"
     assert ok.fits[0].seeds == 20
-    bad = verify_rates(_lognormal(-0.5), grid, theory={"n": -1}, seed=0)
+    bad = rates(_lognormal(-0.5), grid, theory={"n": -1}, seed=0)
     assert bad.verdict is Verdict.FAIL and bad.fits[0].ci_low > -0.9
 
 

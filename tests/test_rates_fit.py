@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpverify.checks.rates import Theory, evaluate, fit_rate, offset_fits, power_slopes
+from dpverify.checks.rates import (
+    FitSettings,
+    GridPoints,
+    Theory,
+    evaluate,
+    fit_rate,
+    offset_fits,
+    power_slopes,
+)
 from dpverify.core.claims import Verdict
 from dpverify.core.errors import InputError
 
@@ -52,8 +60,10 @@ def test_recommended_fit_covers_under_floor_and_log_factor_plain_fit_does_not() 
     rec = plain = 0
     for r in range(reps):
         Y = synthetic(np.random.default_rng([2024, r]), seeds, floor=True, log=True)
-        good = fit_rate(N_GRID, Y, theory=P_TRUE, log_factor=np.log(N_GRID), n_boot=400, rng=r)
-        bad = fit_rate(N_GRID, Y, theory=P_TRUE, model="power", n_boot=400, rng=r)
+        good = fit_rate(N_GRID, Y, theory=P_TRUE, points=GridPoints(log_factor=np.log(N_GRID)),
+                        settings=FitSettings(n_boot=400), rng=r)
+        bad = fit_rate(N_GRID, Y, theory=P_TRUE, settings=FitSettings(model="power", n_boot=400),
+                       rng=r)
         rec += good.ci_low <= P_TRUE <= good.ci_high
         plain += bad.ci_low <= P_TRUE <= bad.ci_high
     assert rec >= 176, f"recommended fit covered {rec}/{reps}"
@@ -98,7 +108,8 @@ def test_upper_bound_is_one_sided_two_sided_is_not() -> None:
 
 def test_wide_interval_and_dominating_floor_are_inconclusive() -> None:
     wide = synthetic(np.random.default_rng(4), 3, floor=False, log=False, sigma_log=1.5)
-    fit = fit_rate(N_GRID[:4], wide[:4], theory=P_TRUE, model="power", rng=0)
+    fit = fit_rate(N_GRID[:4], wide[:4], theory=P_TRUE, settings=FitSettings(model="power"),
+                   rng=0)
     assert fit.verdict is Verdict.INCONCLUSIVE and "wide" in fit.message
     # The signal falls below a floor at all but the first two points.
     signal = N_GRID**-1.0
@@ -111,18 +122,19 @@ def test_wide_interval_and_dominating_floor_are_inconclusive() -> None:
 
 def test_regime_mask_and_too_few_points() -> None:
     Y = synthetic(np.random.default_rng(6), 10, floor=False, log=False)
-    fit = fit_rate(N_GRID, Y, theory=P_TRUE, in_regime=N_GRID >= 8192, rng=0)
+    fit = fit_rate(N_GRID, Y, theory=P_TRUE, points=GridPoints(in_regime=N_GRID >= 8192), rng=0)
     assert fit.verdict is Verdict.INCONCLUSIVE and "usable grid points" in fit.message
-    three = fit_rate(N_GRID, Y, theory=P_TRUE, in_regime=N_GRID >= 4096, rng=0)
+    three = fit_rate(N_GRID, Y, theory=P_TRUE, points=GridPoints(in_regime=N_GRID >= 4096),
+                     rng=0)
     assert three.model == "power"  # a floor needs a fourth point to leave a residual
-    fit = fit_rate(N_GRID, Y, theory=P_TRUE, in_regime=N_GRID >= 1024, rng=0)
+    fit = fit_rate(N_GRID, Y, theory=P_TRUE, points=GridPoints(in_regime=N_GRID >= 1024), rng=0)
     assert fit.verdict is Verdict.PASS and fit.in_regime.sum() == 5
 
 
 def test_misspecification_is_flagged() -> None:
     """An undivided log factor bends the curve: the chi-square lack-of-fit test sees it."""
     Y = synthetic(np.random.default_rng(7), 40, floor=False, log=True, sigma_log=0.1)
-    fit = fit_rate(N_GRID, Y, theory=P_TRUE, model="power", rng=0)
+    fit = fit_rate(N_GRID, Y, theory=P_TRUE, settings=FitSettings(model="power"), rng=0)
     assert any("lack of fit" in f for f in fit.flags)
 
 
@@ -130,7 +142,7 @@ def test_bad_inputs() -> None:
     with pytest.raises(InputError):
         fit_rate(N_GRID, np.ones((3, 4)), theory=-1)
     with pytest.raises(InputError):
-        fit_rate(N_GRID, np.ones((7, 4)), theory=-1, confidence=1.5)
+        fit_rate(N_GRID, np.ones((7, 4)), theory=-1, settings=FitSettings(confidence=1.5))
     one_seed = fit_rate(N_GRID, np.ones((7, 1)), theory=-1)
     assert one_seed.verdict is Verdict.INCONCLUSIVE
 

@@ -14,13 +14,21 @@ import re
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 import dpverify.cli.app as cli
 from dpverify.checks.base import CheckSpec, RunContext, run_check
-from dpverify.checks.sensitivity import GENERATORS, check_sensitivity, ledger_excess, user_target
+from dpverify.checks.sensitivity import (
+    GENERATORS,
+    SearchSettings,
+    SensitivityReport,
+    check_sensitivity,
+    ledger_excess,
+    user_target,
+)
 from dpverify.core.claims import Verdict
 from dpverify.core.curator import Curator
 from dpverify.core.data import Dataset, NeighbourPair
@@ -29,6 +37,12 @@ from dpverify.core.registry import Target
 
 SMALL = {"T": 5, "n": 100}
 SGD_SMALL = {"T": 5, "n": 200, "q": 0.1}
+
+
+def sensitivity(target: Any, params: dict[str, Any] | None = None, *, data: Any = None,
+                **search: Any) -> SensitivityReport:
+    """:func:`check_sensitivity` with the fields of its :class:`SearchSettings` as keywords."""
+    return check_sensitivity(target, params, settings=SearchSettings(**search), data=data)
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "sensitivity.md"
 
 
@@ -42,7 +56,7 @@ def _violated_generators(report):
 @pytest.mark.parametrize("target, params", [("noisy_gd:sound", SMALL),
                                             ("dp_sgd:sound", SGD_SMALL)])
 def test_sound_variants_pass_every_generator_both_relations(target, params):
-    rep = check_sensitivity(target, params, relation="both", search="all", max_examples=30)
+    rep = sensitivity(target, params, relation="both", search="all", max_examples=30)
     assert rep.verdict is Verdict.PASS, rep.summary()
     for rel in ("add_remove", "replace_one"):
         seen = {p.generator for p in rep.pairs if p.relation == rel}
@@ -57,7 +71,7 @@ def test_sound_variants_pass_every_generator_both_relations(target, params):
 
 
 def test_clipped_mean_caught():
-    rep = check_sensitivity("noisy_gd:planted_clipped_mean", SMALL, max_examples=30)
+    rep = sensitivity("noisy_gd:planted_clipped_mean", SMALL, max_examples=30)
     assert rep.verdict is Verdict.FAIL
     assert "outlier" in _violated_generators(rep)
     ce = rep.counterexample
@@ -67,7 +81,7 @@ def test_clipped_mean_caught():
 
 
 def test_replace_sensitivity_L_caught_with_ratio_two():
-    rep = check_sensitivity("noisy_gd:planted_replace_sensitivity_L", SMALL, max_examples=30)
+    rep = sensitivity("noisy_gd:planted_replace_sensitivity_L", SMALL, max_examples=30)
     assert rep.relations == ["replace_one"] and rep.verdict is Verdict.FAIL
     opposed = next(p for p in rep.pairs if p.generator == "opposed")
     # Clipped gradients C and -C are 2C apart; the variant declared C.
@@ -78,7 +92,7 @@ def test_replace_sensitivity_L_caught_with_ratio_two():
 
 
 def test_divide_by_count_caught_with_hint():
-    rep = check_sensitivity("noisy_gd:planted_divide_by_count", SMALL, max_examples=30)
+    rep = sensitivity("noisy_gd:planted_divide_by_count", SMALL, max_examples=30)
     assert rep.verdict is Verdict.FAIL
     ce = rep.counterexample
     assert ce.relation == "add_remove" and np.count_nonzero(ce.record_D["x"]) == 1
@@ -86,13 +100,13 @@ def test_divide_by_count_caught_with_hint():
     k = float(re.search(r"k ~ ([0-9.]+)", hint).group(1))
     assert k == pytest.approx(SMALL["n"], rel=1e-6)
     # Under replace-one the record count does not change: the same variant passes there.
-    rep1 = check_sensitivity("noisy_gd:planted_divide_by_count", SMALL, search="canaries",
+    rep1 = sensitivity("noisy_gd:planted_divide_by_count", SMALL, search="canaries",
                              relation="replace_one")
     assert rep1.passed, rep1.summary()
 
 
 def test_nan_record_passing_clipping_caught():
-    rep = check_sensitivity("noisy_gd:planted_nan_passes", SMALL, max_examples=30)
+    rep = sensitivity("noisy_gd:planted_nan_passes", SMALL, max_examples=30)
     assert rep.verdict is Verdict.FAIL
     nf = next(p for p in rep.pairs if p.generator == "nonfinite")
     assert nf.violated and nf.nonfinite > 0 and nf.release == 0
@@ -101,7 +115,7 @@ def test_nan_record_passing_clipping_caught():
 
 
 def test_data_clip_caught_on_finite_records():
-    rep = check_sensitivity("noisy_gd:planted_data_clip", SMALL, max_examples=30,
+    rep = sensitivity("noisy_gd:planted_data_clip", SMALL, max_examples=30,
                             nonfinite=False)
     assert rep.verdict is Verdict.FAIL
     ce = rep.counterexample
@@ -111,7 +125,7 @@ def test_data_clip_caught_on_finite_records():
 
 
 def test_mean_noise_on_sum_caught():
-    rep = check_sensitivity("noisy_gd:planted_mean_noise_on_sum", SMALL, max_examples=30)
+    rep = sensitivity("noisy_gd:planted_mean_noise_on_sum", SMALL, max_examples=30)
     assert rep.verdict is Verdict.FAIL
     # An ordinary record already breaks the bound by a factor of the order of n.
     assert rep.worst.worst_ratio >= SMALL["n"] / 4
@@ -120,12 +134,12 @@ def test_mean_noise_on_sum_caught():
 
 @pytest.mark.parametrize("variant", ["planted_no_clip", "planted_mean_noise_on_sum"])
 def test_dp_sgd_planted_caught(variant):
-    rep = check_sensitivity(f"dp_sgd:{variant}", SGD_SMALL, max_examples=30)
+    rep = sensitivity(f"dp_sgd:{variant}", SGD_SMALL, max_examples=30)
     assert rep.verdict is Verdict.FAIL and rep.counterexample is not None
 
 
 def test_hypothesis_shrinks_no_clip_to_one_large_coordinate():
-    rep = check_sensitivity("noisy_gd:planted_no_clip", SMALL, search="hypothesis",
+    rep = sensitivity("noisy_gd:planted_no_clip", SMALL, search="hypothesis",
                             max_examples=50)
     assert rep.verdict is Verdict.FAIL
     ce = rep.counterexample
@@ -139,7 +153,7 @@ def test_hypothesis_shrinks_no_clip_to_one_large_coordinate():
 
 
 def test_accounting_bugs_are_not_blamed():
-    rep = check_sensitivity("dp_sgd:planted_shuffle_as_poisson", SGD_SMALL, search="canaries",
+    rep = sensitivity("dp_sgd:planted_shuffle_as_poisson", SGD_SMALL, search="canaries",
                             relation="both")
     assert rep.passed, rep.summary()
 
@@ -196,9 +210,9 @@ def test_user_function_from_cli(tmp_path, monkeypatch, only_sensitivity_cli, cap
 
 def test_user_function_from_python(tmp_path, monkeypatch):
     mod = __import__(_user_module(tmp_path, monkeypatch))
-    report = check_sensitivity(mod.clipped_gd, data=mod.data, relation="both", max_examples=20)
+    report = sensitivity(mod.clipped_gd, data=mod.data, relation="both", max_examples=20)
     assert report.passed, report.summary()
-    bad = check_sensitivity(mod.buggy_gd, data=mod.data, max_examples=20)
+    bad = sensitivity(mod.buggy_gd, data=mod.data, max_examples=20)
     assert not bad.passed and bad.counterexample is not None
 
 
@@ -220,12 +234,12 @@ def test_user_pair_function(tmp_path, monkeypatch):
         "    X2 = X.copy(); X2[3, 1] = 50.0\n"
         "    return (X, y), (X2, y)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    rep = check_sensitivity("noisy_gd:planted_no_clip", {"T": 3}, neighbours=[f"{name}:pair"],
+    rep = sensitivity("noisy_gd:planted_no_clip", {"T": 3}, neighbours=[f"{name}:pair"],
                             search="canaries", random_pairs=0, relation="replace_one")
     (p,) = rep.pairs
     assert p.violated and p.index == 3 and p.record_D_prime["x"][1] == 50.0
     with pytest.raises(InputError, match="replace_one"):
-        check_sensitivity("noisy_gd:sound", {"T": 3}, neighbours=[f"{name}:pair"],
+        sensitivity("noisy_gd:sound", {"T": 3}, neighbours=[f"{name}:pair"],
                           relation="add_remove")
 
 
@@ -241,7 +255,7 @@ def _zero_noise_when_x_fixed(cur, problem, params):
 
 
 def test_zero_noise_scale_caught():
-    rep = check_sensitivity(_zero_noise_when_x_fixed, {"n": 30, "d": 2}, search="canaries",
+    rep = sensitivity(_zero_noise_when_x_fixed, {"n": 30, "d": 2}, search="canaries",
                             neighbours=["clip_boundary"], random_pairs=0)
     assert rep.verdict is Verdict.FAIL and rep.worst.query == "y_grad"
     assert rep.worst.worst_ratio == np.inf
@@ -266,7 +280,7 @@ def test_invariance_flags_a_setting_derived_from_the_data():
     base = user_target(_noise_from_setting, "scaled", {"n": 30, "d": 2})
     variant = dataclasses.replace(base.variant, derive_setting=_data_scale)
     target = Target(dataclasses.replace(base.algorithm, variants={"user": variant}), variant)
-    rep = check_sensitivity(target, search="canaries", neighbours=["outlier"], random_pairs=0)
+    rep = sensitivity(target, search="canaries", neighbours=["outlier"], random_pairs=0)
     assert rep.verdict is Verdict.FAIL
     assert all(p.setting_differences == ["constants.scale"] for p in rep.pairs if p.violated)
     assert any(p.violated for p in rep.pairs)
@@ -300,7 +314,7 @@ def test_unknown_check_option_is_input_error():
 
 
 def test_report_is_json_ready():
-    rep = check_sensitivity("noisy_gd:planted_nan_passes", SMALL, search="canaries",
+    rep = sensitivity("noisy_gd:planted_nan_passes", SMALL, search="canaries",
                             neighbours=["nonfinite"], random_pairs=0)
     from dpverify.checks.base import jsonable
 

@@ -253,18 +253,45 @@ def _prepare(target: str | Target, params: Mapping[str, Any] | None, seed: int, 
 # Trajectory agreement ----------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """The backend compared with the NumPy (float64) reference.
+
+    Parameters
+    ----------
+    device, dtype
+        Where and in what precision torch computes.
+    backend
+        A backend to use instead of torch on ``device`` in ``dtype`` (which are then
+        ignored); for a trajectory comparison its noise must come from the NumPy stream.
+
+    Examples
+    --------
+    >>> Candidate(dtype="float32").make("shared").dtype_name
+    'float32'
+    """
+
+    device: str = "cpu"
+    dtype: str = "float64"
+    backend: Backend | None = None
+
+    def make(self, noise: str) -> Any:
+        """The backend, its torch noise ``"shared"`` (the NumPy stream) or ``"own"``."""
+        if self.backend is not None:
+            return self.backend
+        return torch_backend(self.device, self.dtype, noise=noise)
+
+
 def trajectory_agreement(
     target: str | Target,
     params: Mapping[str, Any] | None = None,
     *,
     seed: int = 0,
     trials: int = DEFAULT_TRAJECTORY_TRIALS,
-    device: str = "cpu",
-    dtype: str = "float64",
     scale: str = "quick",
     safety: float = DEFAULT_SAFETY,
     problem: Problem | None = None,
-    backend: Backend | None = None,
+    candidate: Candidate | None = None,
 ) -> TrajectoryAgreement:
     """Run ``target`` on NumPy (float64) and on torch with one noise stream; compare.
 
@@ -285,18 +312,15 @@ def trajectory_agreement(
         Root seed of the data and of the shared noise stream.
     trials
         Trials run at once on each backend.
-    device, dtype
-        Where and in what precision torch computes; NumPy is the float64 reference.
     scale
         ``quick`` or ``thorough`` parameter set.
     safety
         Ulps of difference allowed per release.
     problem
         A ready problem (for instance with a different loss) instead of the target's own.
-    backend
-        The backend to compare with NumPy instead of ``TorchBackend(noise="shared")``
-        (``device`` and ``dtype`` are then ignored); its noise must come from the NumPy
-        stream for a step-by-step comparison to make sense.
+    candidate
+        The backend compared with NumPy (:class:`Candidate`; default: torch on the CPU in
+        float64, its noise from the NumPy stream).
 
     Examples
     --------
@@ -307,7 +331,7 @@ def trajectory_agreement(
     trials = int(check_positive(trials, "trials", integer=True))
     check_positive(safety, "safety")
     t, p, prob = _prepare(target, params, seed, scale, problem)
-    tb = backend if backend is not None else torch_backend(device, dtype, noise="shared")
+    tb = (candidate or Candidate()).make("shared")
     dtype = tb.dtype_name
     eps_dtype = machine_epsilon(dtype)
     stream = seed_streams(seed, 2)[1]
@@ -319,19 +343,8 @@ def trajectory_agreement(
     got = _as_matrix(tb, out_t, trials)
     R = len(cur_np.ledger)
     ledger_match = _ledgers_match(cur_np.ledger, cur_t.ledger, safety * eps_dtype)
-
-    rel_devs: list[float] = []
-    tols: list[float] = []
-    first: int | None = None
-    if ledger_match:
-        for i, (ra, rb) in enumerate(zip(cur_np.ledger.records, cur_t.ledger.records,
-                                         strict=True)):
-            _, rel = _relative_deviation(ra.answer, rb.answer)
-            tol_i = trajectory_tolerance(dtype, i + 1, safety)
-            rel_devs.append(rel)
-            tols.append(tol_i)
-            if first is None and not rel <= tol_i:
-                first = i
+    rel_devs, tols, first = (_release_deviations(cur_np.ledger, cur_t.ledger, dtype, safety)
+                             if ledger_match else ([], [], None))
     if ref.shape != got.shape:
         max_abs, max_rel = math.inf, math.inf
     else:
@@ -345,6 +358,22 @@ def trajectory_agreement(
         first_divergent_name=first_rel.name if first_rel is not None else None,
         first_divergent_step=first_rel.step if first_rel is not None else None,
     )
+
+
+def _release_deviations(la: Any, lb: Any, dtype: str,
+                        safety: float) -> tuple[list[float], list[float], int | None]:
+    """Each release's relative deviation and tolerance, and the first release beyond it."""
+    rel_devs: list[float] = []
+    tols: list[float] = []
+    first: int | None = None
+    for i, (ra, rb) in enumerate(zip(la.records, lb.records, strict=True)):
+        _, rel = _relative_deviation(ra.answer, rb.answer)
+        tol_i = trajectory_tolerance(dtype, i + 1, safety)
+        rel_devs.append(rel)
+        tols.append(tol_i)
+        if first is None and not rel <= tol_i:
+            first = i
+    return rel_devs, tols, first
 
 
 # Distributional agreement ------------------------------------------------------------------
@@ -385,11 +414,9 @@ def distribution_agreement(
     seed: int = 0,
     trials: int = DEFAULT_TRIALS,
     alpha: float = DEFAULT_ALPHA,
-    device: str = "cpu",
-    dtype: str = "float64",
     scale: str = "quick",
     problem: Problem | None = None,
-    backend: Backend | None = None,
+    candidate: Candidate | None = None,
 ) -> DistributionAgreement:
     """Do NumPy and torch, each drawing its own noise, give one output distribution?
 
@@ -399,8 +426,9 @@ def distribution_agreement(
     ks_2samp``); Holm's step-down procedure (``statsmodels`` ``multipletests``) keeps the
     probability of any false rejection at most ``alpha`` when the distributions agree.
     Coordinates are marginals: a difference only in the dependence between coordinates
-    is not tested. Non-finite outputs are dropped before testing. ``backend`` replaces
-    ``TorchBackend(noise="own")`` (``device`` and ``dtype`` are then ignored).
+    is not tested. Non-finite outputs are dropped before testing. ``candidate`` is the
+    backend compared with NumPy (:class:`Candidate`; default: torch on the CPU in float64,
+    drawing its own noise).
 
     Examples
     --------
@@ -415,7 +443,7 @@ def distribution_agreement(
         raise InputError(f"distributional agreement needs at least 2 trials, got {trials}")
     alpha = check_probability(alpha, "alpha")
     t, p, prob = _prepare(target, params, seed, scale, problem)
-    tb = backend if backend is not None else torch_backend(device, dtype, noise="own")
+    tb = (candidate or Candidate()).make("own")
     dtype = tb.dtype_name
     # Children 2 and 3: independent of the data (child 0) and of the shared stream (child 1).
     s_np, s_t = seed_streams(seed, 4)[2:]
@@ -529,8 +557,8 @@ def agree_check(exp: Experiment, o: AgreeOptions) -> Outcome:
     failed = False
     if mode in ("both", "trajectory"):
         tr = trajectory_agreement(
-            exp.spec, exp.overrides, seed=exp.seed, scale=exp.scale.value, device=device,
-            dtype=dtype, trials=o.trajectory_trials, safety=o.safety,
+            exp.spec, exp.overrides, seed=exp.seed, scale=exp.scale.value,
+            candidate=Candidate(device, dtype), trials=o.trajectory_trials, safety=o.safety,
         )
         metrics.update(
             max_abs_dev=tr.max_abs_dev, max_rel_dev=tr.max_rel_dev, tolerance=tr.tolerance,
@@ -543,8 +571,8 @@ def agree_check(exp: Experiment, o: AgreeOptions) -> Outcome:
         parts.append(_trajectory_sentence(tr))
     if mode in ("both", "distribution"):
         dr = distribution_agreement(
-            exp.spec, exp.overrides, seed=exp.seed, scale=exp.scale.value, device=device,
-            dtype=dtype, trials=trials, alpha=alpha,
+            exp.spec, exp.overrides, seed=exp.seed, scale=exp.scale.value,
+            candidate=Candidate(device, dtype), trials=trials, alpha=alpha,
         )
         metrics.update(
             trials=dr.trials, alpha=dr.alpha, pvalues=dr.pvalues_adjusted,
@@ -580,7 +608,8 @@ def _distribution_sentence(dr: DistributionAgreement) -> str:
 
 
 __all__ = [
-    "AgreeCheck", "AgreeOptions", "DistributionAgreement", "TrajectoryAgreement", "agree_check",
+    "AgreeCheck", "AgreeOptions", "Candidate", "DistributionAgreement", "TrajectoryAgreement",
+    "agree_check",
     "distribution_agreement", "machine_epsilon",
     "trajectory_agreement", "trajectory_tolerance",
 ]

@@ -53,8 +53,9 @@ from dpverify.core.curator import Curator
 from dpverify.core.data import Dataset, make_pair
 from dpverify.core.errors import InputError, check_positive
 from dpverify.core.registry import Battery, Target, all_algorithms, get_algorithm, resolve
+from dpverify.execution.executors import Execution
 from dpverify.execution.experiment import Experiment
-from dpverify.execution.trials import OutputBlock, run_blocks, seed_streams
+from dpverify.execution.trials import BlockPlan, OutputBlock, run_blocks, seed_streams
 
 __all__ = ["BATTERY", "BatteryCheck", "battery_specs", "check_targets",
            "expected_verdict", "parametrize_with_checks", "resolve_check_targets"]
@@ -340,10 +341,10 @@ class DeterminismCheck(CheckKind):
         seed = seed_streams(exp.seed, 4)[3]
         fn = OutputBlock(exp.target, exp.params, exp.problem, data, exp.backend)
         with np.errstate(all="ignore"):
-            forward = run_blocks(fn, trials, seed=_copy(seed), block_size=k).concatenate()
+            forward = run_blocks(fn, trials, seed=_copy(seed), plan=BlockPlan(k)).concatenate()
             backward = _reversed_blocks(fn, trials, _copy(seed), k)
-            parallel = (run_blocks(fn, trials, seed=_copy(seed), block_size=k,
-                                   executor="local", workers=options.workers).concatenate()
+            parallel = (run_blocks(fn, trials, seed=_copy(seed), plan=BlockPlan(
+                            k, Execution("local", workers=options.workers))).concatenate()
                         if options.workers > 0 else None)
             separable, moved = _trial_separable(exp, data, k, seed)
         problems = []

@@ -17,11 +17,12 @@ from typing import Any
 from dpverify.checks.rates.baseline import compare, load_baseline
 from dpverify.checks.rates.plots import plot_fits
 from dpverify.checks.rates.theory import SIDES, evaluate
-from dpverify.checks.rates.verify import verify_rates
+from dpverify.checks.rates.verify import RateOptions, verify_rates
 from dpverify.cli.app import parse_params
 from dpverify.core.errors import InputError
+from dpverify.execution.experiment import Experiment
 from dpverify.report.io import write_json_atomic
-from dpverify.stats.rate_fit import MODELS, FitSettings
+from dpverify.stats.rate_fit import MODELS
 
 
 def configure_parser(p: argparse.ArgumentParser) -> None:
@@ -136,23 +137,26 @@ def parse_theory(items: list[str]) -> dict[str, float] | None:
 def run_command(args: argparse.Namespace) -> int:
     """Run ``dpverify rates``; 0 when every exponent passes and none drifted, else 1."""
     fixed = {**parse_params(args.param), **parse_params(args.fixed)}
-    settings = FitSettings(confidence=args.confidence, tolerance=args.tolerance,
-                           max_width=args.max_width, n_boot=args.boot, model=args.model,
-                           saturation=args.saturation, control_ratio=args.control_ratio)
     baseline = load_baseline(args.baseline) if args.baseline else None
 
     def progress(label: str, frac: float) -> None:
         if not args.quiet:
             print(f"  {label}", file=sys.stderr, flush=True)
 
-    res = verify_rates(
-        args.target, parse_vary(args.vary), params=fixed or None,
-        seeds=args.seeds or args.trials, seed=args.seed, scale=args.scale, metric=args.metric,
-        theory=parse_theory(args.theory), log_factors=args.log_factor, regime=args.regime,
-        sided=args.sided, settings=settings, axis=args.axis, backend=args.backend,
-        common_random_numbers=not args.no_crn, progress=progress,
+    vary = parse_vary(args.vary)
+    options = RateOptions(
+        vary=tuple(vary) if isinstance(vary, list) else vary, seeds=args.seeds,
+        metric=args.metric, theory=parse_theory(args.theory),
+        log_factors=None if args.log_factor is None else tuple(args.log_factor),
+        regime=None if args.regime is None else tuple(args.regime), sided=args.sided,
+        axis=args.axis, common_random_numbers=not args.no_crn,
         control=parse_params(args.control) or None, rate=args.rate,
-    )
+        confidence=args.confidence, tolerance=args.tolerance, max_width=args.max_width,
+        n_boot=args.boot, model=args.model, saturation=args.saturation,
+        control_ratio=args.control_ratio)
+    exp = Experiment(args.target, fixed or None, seed=args.seed, scale=args.scale,
+                     backend=args.backend, trials=args.trials, progress=progress)
+    res = verify_rates(exp, options)
     record = res.to_dict()
     if baseline is not None:
         res.drift = compare(record["fits"], res.target, baseline)

@@ -13,6 +13,7 @@ from dpverify.checks.sensitivity import (
     GENERATORS,
     RELATION_CHOICES,
     SEARCHES,
+    SearchSettings,
     SensitivityReport,
     check_sensitivity,
 )
@@ -80,14 +81,16 @@ def run_command(args: argparse.Namespace) -> int:
     noisy_gd:sound: PASS: no violation in 11 pairs under add_remove; worst ratio 1 ...
     0
     """
-    report = check_sensitivity(
-        args.target, parse_params(getattr(args, "param", [])), neighbours=args.neighbours,
-        relation=args.relation, search=args.search, max_examples=args.max_examples,
+    how = SearchSettings(
+        neighbours=args.neighbours, relation=args.relation, search=args.search,
+        max_examples=args.max_examples,
         trials=args.trials if args.trials is not None else DEFAULT_TRIALS,
-        random_pairs=args.random_pairs, seed=args.seed, scale=args.scale,
-        backend=args.backend, data=args.data, rtol=args.rtol, max_abs=args.max_abs,
+        random_pairs=args.random_pairs, rtol=args.rtol, max_abs=args.max_abs,
         nonfinite=not args.finite_only, invariance=not args.no_invariance,
     )
+    report = check_sensitivity(args.target, parse_params(getattr(args, "param", [])),
+                               settings=how, seed=args.seed, scale=args.scale,
+                               backend=args.backend, data=args.data)
     json_path = getattr(args, "json_path", None)
     if json_path:
         write_json_atomic(json_path, report.to_dict())

@@ -176,78 +176,88 @@ def load_suite(path: str | Path) -> Suite:
     seen: set[str] = {s.id for s in battery}
     checks: list[CheckSpec] = list(battery)
     for i, entry in enumerate(entries):
-        def where(key: str | None, i: int = i) -> str:
-            return f"{path}:{_line_of(text, i, key)}"
-
-        if not isinstance(entry, dict):
-            raise InputError(f"{where(None)}: check #{i + 1} must be a table ([[check]]), "
-                             f"got {entry!r}")
-        for req in ("id", "kind", "target"):
-            if not isinstance(entry.get(req), str) or not entry.get(req):
-                raise InputError(f"{where(req)}: check #{i + 1} needs a string {req!r}")
-        extra = set(entry) - _CHECK_KEYS
-        if extra:
-            k = sorted(extra)[0]
-            raise InputError(f"{where(k)}: unknown key {k!r} in check {entry['id']!r}; "
-                             f"allowed: {sorted(_CHECK_KEYS)}")
-        cid = entry["id"]
-        if cid in seen:
-            raise InputError(f"{where('id')}: duplicate check id {cid!r}")
-        seen.add(cid)
-        kind = get_kind(entry["kind"], where("kind"))
-        try:
-            expected = Verdict.parse(entry.get("expected", "PASS"))
-        except InputError as e:
-            raise InputError(f"{where('expected')}: {e}") from None
-        params = entry.get("params", {})
-        options = entry.get("options", {})
-        thorough = entry.get("thorough", {})
-        expected_thorough = None
-        if isinstance(thorough, dict) and "expected" in thorough:
-            thorough = dict(thorough)
-            try:
-                expected_thorough = Verdict.parse(thorough.pop("expected"))
-            except InputError as e:
-                raise InputError(f"{where('thorough')}: expected: {e}") from None
-        for name, tbl in (("params", params), ("options", options), ("thorough", thorough)):
-            if not isinstance(tbl, dict):
-                raise InputError(f"{where(name)}: {name} must be a table")
-        _check_privacy_values(params, where)
-        _check_privacy_values(options, where, option=True)
-        _check_privacy_values(thorough, where, option=True)  # options at --scale thorough
-        _check_options(kind, options, thorough, where)
-        target = entry["target"]
-        if is_registered_target(target) or ":" not in target:
-            try:
-                t = resolve(target)
-                t.algorithm.params(t.variant.name, params)
-            except InputError as e:
-                # Point at the offending parameter's own line, not the first parameter's.
-                key = "target" if "unknown algorithm" in str(e) or "variant" in str(e) \
-                    else next((k for k in params if f"parameter {k!r}" in str(e)), "params")
-                raise InputError(f"{where(key)}: {e}") from None
-        else:
-            # Not a registered name, so a user's module:function. Import it now: a typo in
-            # an algorithm's name must fail here, before anything runs or is written.
-            try:
-                load_callable(target)
-            except InputError as e:
-                name = target.partition(":")[0]
-                known = sorted(a.name for a in all_algorithms())
-                raise InputError(f"{where('target')}: unknown algorithm {name!r}; registered: "
-                                 f"{known}; nor is {target!r} a module:function ({e})") from None
-        description = entry.get("description", "")
-        if not isinstance(description, str):
-            raise InputError(f"{where('description')}: description of check {cid!r} must be "
-                             f"a string, got {description!r}")
-        checks.append(CheckSpec(cid, entry["kind"], target, expected, dict(params),
-                                dict(options), source=where("id"), description=description,
-                                thorough=dict(thorough), expected_thorough=expected_thorough))
+        checks.append(_load_check(entry, i, seen, lambda key, i=i: (
+            f"{path}:{_line_of(text, i, key)}")))
     seed = head.get("seed")
     if seed is not None and not isinstance(seed, int):
         raise _fail(path, text, None, "seed", f"seed must be an integer, got {seed!r}")
     return Suite(path, str(head.get("name", path.stem)), checks, seed,
                  str(head.get("description", "")))
+
+
+def _load_check(entry: Any, i: int, seen: set[str],
+                where: Callable[[str | None], str]) -> CheckSpec:
+    """Check #``i + 1`` of a suite, validated; ``where(key)`` is ``file:line`` of a key."""
+    if not isinstance(entry, dict):
+        raise InputError(f"{where(None)}: check #{i + 1} must be a table ([[check]]), "
+                         f"got {entry!r}")
+    for req in ("id", "kind", "target"):
+        if not isinstance(entry.get(req), str) or not entry.get(req):
+            raise InputError(f"{where(req)}: check #{i + 1} needs a string {req!r}")
+    extra = set(entry) - _CHECK_KEYS
+    if extra:
+        k = sorted(extra)[0]
+        raise InputError(f"{where(k)}: unknown key {k!r} in check {entry['id']!r}; "
+                         f"allowed: {sorted(_CHECK_KEYS)}")
+    cid = entry["id"]
+    if cid in seen:
+        raise InputError(f"{where('id')}: duplicate check id {cid!r}")
+    seen.add(cid)
+    kind = get_kind(entry["kind"], where("kind"))
+    try:
+        expected = Verdict.parse(entry.get("expected", "PASS"))
+    except InputError as e:
+        raise InputError(f"{where('expected')}: {e}") from None
+    params = entry.get("params", {})
+    options = entry.get("options", {})
+    thorough = entry.get("thorough", {})
+    expected_thorough = None
+    if isinstance(thorough, dict) and "expected" in thorough:
+        thorough = dict(thorough)
+        try:
+            expected_thorough = Verdict.parse(thorough.pop("expected"))
+        except InputError as e:
+            raise InputError(f"{where('thorough')}: expected: {e}") from None
+    for name, tbl in (("params", params), ("options", options), ("thorough", thorough)):
+        if not isinstance(tbl, dict):
+            raise InputError(f"{where(name)}: {name} must be a table")
+    _check_privacy_values(params, where)
+    _check_privacy_values(options, where, option=True)
+    _check_privacy_values(thorough, where, option=True)  # options at --scale thorough
+    _check_options(kind, options, thorough, where)
+    target = entry["target"]
+    _check_target(target, params, where)
+    description = entry.get("description", "")
+    if not isinstance(description, str):
+        raise InputError(f"{where('description')}: description of check {cid!r} must be "
+                         f"a string, got {description!r}")
+    return CheckSpec(cid, entry["kind"], target, expected, dict(params), dict(options),
+                     source=where("id"), description=description, thorough=dict(thorough),
+                     expected_thorough=expected_thorough)
+
+
+def _check_target(target: str, params: dict[str, Any],
+                  where: Callable[[str | None], str]) -> None:
+    """A registered target and its parameters, or a user's ``module:function`` that imports."""
+    if is_registered_target(target) or ":" not in target:
+        try:
+            t = resolve(target)
+            t.algorithm.params(t.variant.name, params)
+        except InputError as e:
+            # Point at the offending parameter's own line, not the first parameter's.
+            key = "target" if "unknown algorithm" in str(e) or "variant" in str(e) \
+                else next((k for k in params if f"parameter {k!r}" in str(e)), "params")
+            raise InputError(f"{where(key)}: {e}") from None
+        return
+    # Not a registered name, so a user's module:function. Import it now: a typo in an
+    # algorithm's name must fail here, before anything runs or is written.
+    try:
+        load_callable(target)
+    except InputError as e:
+        name = target.partition(":")[0]
+        known = sorted(a.name for a in all_algorithms())
+        raise InputError(f"{where('target')}: unknown algorithm {name!r}; registered: "
+                         f"{known}; nor is {target!r} a module:function ({e})") from None
 
 
 def _battery(head: dict[str, Any], path: Path, text: str) -> list[CheckSpec]:

@@ -23,8 +23,10 @@ from dpverify.core.claims import PrivacyClaim
 from dpverify.core.data import Dataset, NeighbourPair
 from dpverify.core.errors import InputError
 from dpverify.core.registry import Problem, Setting, Target, is_registered_target, resolve
-from dpverify.execution.executors import Execution
+from dpverify.execution.executors import Execution, resolve_execution
 from dpverify.execution.trials import (
+    BlockPlan,
+    OutputBlock,
     build_problem,
     executor_from_context,
     run_target,
@@ -184,8 +186,8 @@ class Experiment:
         Returns the output (trials, ...) and the curator holding the ledger.
         """
         return run_target(self.target, self.params, self.problem, trials=trials, rng=rng,
-                          pair=pair, backend=self.backend, keep_answers=keep_answers,
-                          data_override=data)
+                          data=pair if pair is not None else data, backend=self.backend,
+                          keep_answers=keep_answers)
 
     def sample(self, data: Dataset, trials: int, seed: np.random.SeedSequence, *,
                block_size: int | str = "auto", dtype: str | None = None) -> np.ndarray:
@@ -194,11 +196,10 @@ class Experiment:
         The blocks run where :attr:`execution` says; results depend only on the seed and
         the block size.
         """
-        return sample_outputs(self.target, self.params, self.problem, data, trials=trials,
-                              seed=seed, backend=self.backend, block_size=block_size,
-                              dtype=dtype, progress=self.progress,
-                              **({} if self.execution is None
-                                 else {"executor": self.execution}))
+        block = OutputBlock(self.target, self.params, self.problem, data, self.backend, dtype)
+        execution = resolve_execution(self.execution, progress=self.progress)
+        return sample_outputs(block, trials=trials, seed=seed,
+                              plan=BlockPlan(block_size, execution))
 
     def trial_count(self, own: int | None, default: int) -> int:
         """How many trials a check runs: the run's ``--trials``, else its own, else default."""

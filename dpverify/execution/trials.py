@@ -9,7 +9,8 @@ only on (root seed, block size), never on how blocks are grouped into chunks, ho
 workers run them, or which executor does (:mod:`dpverify.execution.executors`); a run can be
 checkpointed block by block and resumed (:mod:`dpverify.execution.checkpoint`).
 
-Choosing the block size: ``block_size="auto"`` picks it from the problem size and a memory
+How blocks are cut, where they run and where they are saved is one :class:`BlockPlan`.
+Choosing the block size: ``BlockPlan("auto")`` picks it from the problem size and a memory
 budget (:func:`auto_block_size`): about half a MiB per (trials x n) array, so that a block's
 working arrays stay in a core's L2 cache, where unfused NumPy is fastest, and never more
 than ``memory_budget`` bytes of working memory in all. It depends on the problem and the
@@ -18,17 +19,16 @@ budget only, never on the machine, so it keeps runs reproducible.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from dpverify.core.backends import get_backend
 from dpverify.core.curator import Curator
-from dpverify.core.data import NeighbourPair
+from dpverify.core.data import Dataset, NeighbourPair
 from dpverify.core.errors import InputError
 from dpverify.core.registry import Problem, Target, is_registered_target, resolve
 from dpverify.execution import executors
@@ -38,6 +38,7 @@ from dpverify.execution.progress import ProgressSpec, TrialProgress
 
 __all__ = [
     "DEFAULT_BLOCK",
+    "BlockPlan",
     "BlockRun",
     "Execution",
     "OutputBlock",
@@ -80,34 +81,40 @@ def run_target(
     *,
     trials: int,
     rng: int | np.random.Generator | np.random.SeedSequence,
-    pair: NeighbourPair | None = None,
+    data: Dataset | NeighbourPair | None = None,
     backend: str = "numpy",
     keep_answers: bool = False,
-    data_override: Any = None,
 ) -> tuple[Any, Curator]:
-    """Run a variant for ``trials`` trials; on ``pair`` it replays D and D'.
+    """Run a variant for ``trials`` trials on ``data``; on a :class:`NeighbourPair` it
+    replays D and D'.
 
-    Returns the output (trials, ...) and the curator holding the ledger.
+    ``data`` defaults to the problem's dataset. Returns the output (trials, ...) and the
+    curator holding the ledger.
 
     Examples
     --------
     >>> from dpverify.core.registry import resolve
     >>> t = resolve("noisy_gd:sound")
     >>> p = t.algorithm.params("sound", {"T": 3})
-    >>> out, cur = run_target(t, p, build_problem(t, p, 0), trials=4, rng=1)
+    >>> prob = build_problem(t, p, 0)
+    >>> out, cur = run_target(t, p, prob, trials=4, rng=1)
     >>> out.shape[0], len(cur.ledger)
     (4, 3)
+    >>> other, _ = run_target(t, p, prob, trials=4, rng=1, data=prob.data.without(0))
+    >>> bool((other != out).any())  # the same noise, other data
+    True
     """
     n_public = problem.data.n
+    pair = data if isinstance(data, NeighbourPair) else None
     if pair is not None:
         cur = Curator.replay(pair, trials=trials, rng=rng, backend=backend, n_public=n_public,
                              keep_answers=keep_answers)
-        data = pair.D
+        on = pair.D
     else:
-        data = data_override if data_override is not None else problem.data
-        cur = Curator(data, trials=trials, rng=rng, backend=backend, n_public=n_public,
+        on = data if data is not None else problem.data
+        cur = Curator(on, trials=trials, rng=rng, backend=backend, n_public=n_public,
                       keep_answers=keep_answers)
-    setting = target.setting(problem, params, data)
+    setting = target.setting(problem, params, on)
     if pair is not None:
         # Built again from D' alone: a field that differs is data used without a release.
         cur.setting_differences = setting.differences(
@@ -189,6 +196,59 @@ def resolve_block_size(block_size: int | str | None, *, n: int, dtype: str = "fl
     return int(block_size)
 
 
+@dataclass(frozen=True)
+class BlockPlan:
+    """How a run's trials are cut into blocks, where the blocks run and how they are saved.
+
+    Parameters
+    ----------
+    size
+        Trials per block, or ``"auto"``: chosen from the data size and ``memory_budget`` by
+        :func:`auto_block_size`, where the data are known (:func:`sample_outputs`,
+        :meth:`for_data`). With the root seed it alone fixes the results.
+    execution
+        Where blocks run (:mod:`dpverify.execution.executors`): ``None``/``"serial"`` (this
+        process, the default), ``"local"``, ``"dask"``, or an :class:`Execution` with the
+        workers, scheduler, checkpoint folder and progress (e.g. from
+        :func:`executor_from_context`).
+    memory_budget
+        Bytes of working memory a block may use when ``size="auto"`` (default 1 GiB).
+    checkpoint_key
+        Plain data naming what the block function computes, for the checkpoint's key. By
+        default an object's ``checkpoint_key()`` method, else a hash of the function pickled.
+
+    Examples
+    --------
+    >>> BlockPlan("auto", Execution("local", workers=2)).for_data(1000).size
+    64
+    >>> BlockPlan(0)
+    Traceback (most recent call last):
+    ...
+    dpverify.core.errors.InputError: block_size must be a positive integer or 'auto', got 0
+    """
+
+    size: int | str = DEFAULT_BLOCK
+    execution: Execution | str | None = None
+    memory_budget: int | None = None
+    checkpoint_key: Any = None
+
+    def __post_init__(self) -> None:
+        auto = self.size is None or (isinstance(self.size, str) and self.size == "auto")
+        object.__setattr__(self, "size", "auto" if auto else resolve_block_size(self.size, n=1))
+
+    def for_data(self, n: int, dtype: str = "float64") -> BlockPlan:
+        """The plan with ``"auto"`` resolved for data of ``n`` records of ``dtype``."""
+        return replace(self, size=resolve_block_size(self.size, n=n, dtype=dtype,
+                                                     memory_budget=self.memory_budget))
+
+    def block_sizes(self, total: int) -> list[int]:
+        """The sizes of the blocks of ``total`` trials (``"auto"`` must be resolved)."""
+        if self.size == "auto":
+            raise InputError("block size 'auto' needs the data size: resolve it with "
+                             "BlockPlan.for_data(n) first")
+        return block_layout(total, int(self.size))
+
+
 @dataclass
 class BlockRun:
     """The blocks of a finished run, in order, and how they were obtained.
@@ -220,32 +280,28 @@ def run_blocks(
     total: int,
     *,
     seed: int | np.random.SeedSequence,
-    block_size: int = DEFAULT_BLOCK,
-    executor: str | Execution | None = None,
-    workers: int | None = None,
-    scheduler: Any = None,
-    checkpoint: str | os.PathLike[str] | None = None,
-    progress: ProgressSpec = None,
-    checkpoint_key: Any = None,
+    plan: BlockPlan | None = None,
     label: str = "trials",
 ) -> BlockRun:
     """:func:`map_blocks` with the run's bookkeeping (resumed blocks, CPU time).
 
+    ``label`` names the run on the progress bar.
+
     Examples
     --------
-    >>> run = run_blocks(lambda ss, k, i: np.full(k, i), 5, seed=0, block_size=2)
+    >>> run = run_blocks(lambda ss, k, i: np.full(k, i), 5, seed=0, plan=BlockPlan(2))
     >>> run.concatenate().tolist(), run.computed, run.resumed
     ([0, 0, 1, 1, 2], 3, 0)
     """
-    ex = resolve_execution(executor, workers=workers, scheduler=scheduler,
-                           checkpoint=checkpoint, progress=progress)
-    sizes = block_layout(total, block_size)
+    plan = plan or BlockPlan()
+    ex = resolve_execution(plan.execution)
+    sizes = plan.block_sizes(total)
     seeds = seed_streams(seed, len(sizes))
     results: list[Any] = [None] * len(sizes)
     store = None
     have: dict[int, Any] = {}
     if ex.checkpoint is not None and sizes:
-        what = checkpoint_key if checkpoint_key is not None else _describe_fn(fn)
+        what = plan.checkpoint_key if plan.checkpoint_key is not None else _describe_fn(fn)
         store = BlockStore.for_run(ex.checkpoint, what=what, seed=seed, sizes=sizes)
         have = store.load(sizes)
         for i, r in have.items():
@@ -275,13 +331,7 @@ def map_blocks(
     total: int,
     *,
     seed: int | np.random.SeedSequence,
-    block_size: int = DEFAULT_BLOCK,
-    executor: str | Execution | None = None,
-    workers: int | None = None,
-    scheduler: Any = None,
-    checkpoint: str | os.PathLike[str] | None = None,
-    progress: ProgressSpec = None,
-    checkpoint_key: Any = None,
+    plan: BlockPlan | None = None,
 ) -> list[Any]:
     """Call ``fn(seed_sequence, trials, block_index)`` for every block; results in order.
 
@@ -291,34 +341,23 @@ def map_blocks(
         The block function. For ``local`` and ``dask`` it must be picklable (a top-level
         function or an object such as :class:`OutputBlock`); closures are sent with
         cloudpickle when it is installed.
-    total, seed, block_size
-        ``total`` trials in blocks of ``block_size``, block i seeded by child i of
-        ``seed``: these alone fix the results.
-    executor, workers, scheduler
-        Where blocks run (:mod:`dpverify.execution.executors`): ``None``/``"serial"`` (this process,
-        the default), ``"local"`` (``workers`` processes) or ``"dask"`` (the cluster at
-        ``scheduler``). An :class:`Execution` (e.g. from :func:`executor_from_context`)
-        gives all settings at once; explicit keywords override it.
-    checkpoint
-        A folder: every finished block is saved there and a rerun of the same command
-        resumes from it (:mod:`dpverify.execution.checkpoint`).
-    progress
-        ``True``/``"auto"`` for a progress bar on a terminal, a function
-        ``progress(label, fraction)``, or ``None`` (silent).
-    checkpoint_key
-        Plain data naming what ``fn`` computes, for the checkpoint's key. By default an
-        object's ``checkpoint_key()`` method, else a hash of ``fn`` pickled.
+    total, seed
+        ``total`` trials in blocks, block i seeded by child i of ``seed``: with the
+        plan's block size these alone fix the results.
+    plan
+        The block size, where blocks run (executor, workers, scheduler), the checkpoint
+        folder where every finished block is saved so a rerun resumes
+        (:mod:`dpverify.execution.checkpoint`), and progress: a :class:`BlockPlan`
+        (default: blocks of ``DEFAULT_BLOCK`` trials, serially, silent).
 
     Examples
     --------
     >>> out = map_blocks(lambda ss, k, i: np.random.default_rng(ss).random(k), 5, seed=0,
-    ...                  block_size=2)
+    ...                  plan=BlockPlan(2))
     >>> [len(o) for o in out]
     [2, 2, 1]
     """
-    return run_blocks(fn, total, seed=seed, block_size=block_size, executor=executor,
-                      workers=workers, scheduler=scheduler, checkpoint=checkpoint,
-                      progress=progress, checkpoint_key=checkpoint_key).results
+    return run_blocks(fn, total, seed=seed, plan=plan).results
 
 
 def _describe_fn(fn: Any) -> Any:
@@ -458,28 +497,19 @@ def _package_version() -> str:
 
 
 def sample_outputs(
-    target: Target,
-    params: Mapping[str, Any],
-    problem: Problem,
-    dataset: Any,
+    block: OutputBlock,
     *,
     trials: int,
     seed: int | np.random.SeedSequence,
-    backend: str = "numpy",
-    block_size: int | str = DEFAULT_BLOCK,
-    executor: str | Execution | None = None,
-    workers: int | None = None,
-    scheduler: Any = None,
-    checkpoint: str | os.PathLike[str] | None = None,
-    progress: ProgressSpec = None,
-    dtype: str | None = None,
-    memory_budget: int | None = None,
+    plan: BlockPlan | None = None,
 ) -> np.ndarray:
-    """Outputs of ``trials`` independent runs on ``dataset``, as a NumPy array (trials, -1).
+    """Outputs of ``trials`` independent runs of ``block``'s target on its dataset, as a
+    NumPy array (trials, -1).
 
-    ``block_size="auto"`` chooses blocks from the data size and ``memory_budget``
-    (:func:`auto_block_size`); ``dtype="float32"`` runs the NumPy backend in single
-    precision (about twice as fast). The executor keywords are those of :func:`map_blocks`.
+    ``block`` says what runs (target, parameters, problem, dataset, backend and dtype:
+    ``dtype="float32"`` runs the NumPy backend in single precision, about twice as fast);
+    ``plan`` how (:class:`BlockPlan`): its ``size="auto"`` chooses blocks from the data
+    size and ``memory_budget`` (:func:`auto_block_size`).
 
     Examples
     --------
@@ -487,15 +517,14 @@ def sample_outputs(
     >>> t = resolve("noisy_gd:sound")
     >>> p = t.algorithm.params("sound", {"T": 2})
     >>> prob = build_problem(t, p, 0)
-    >>> sample_outputs(t, p, prob, prob.data, trials=3, seed=1).shape
+    >>> sample_outputs(OutputBlock(t, p, prob, prob.data), trials=3, seed=1).shape
     (3, 5)
+    >>> sample_outputs(OutputBlock(t, p, prob, prob.data, dtype="float32"), trials=3, seed=1,
+    ...                plan=BlockPlan("auto")).dtype
+    dtype('float32')
     """
-    fn = OutputBlock(target, params, problem, dataset, backend, dtype)
-    n = getattr(dataset, "n", None) or problem.data.n
-    dt = dtype or getattr(backend, "dtype_name", "float64")
-    bs = resolve_block_size(block_size, n=n, dtype=dt, memory_budget=memory_budget)
-    label = fn.target if isinstance(fn.target, str) else fn.resolved().id
-    run = run_blocks(fn, trials, seed=seed, block_size=bs, executor=executor,
-                     workers=workers, scheduler=scheduler, checkpoint=checkpoint,
-                     progress=progress, label=label)
-    return run.concatenate()
+    n = getattr(block.dataset, "n", None) or block.problem.data.n
+    dt = block.dtype or getattr(block.backend, "dtype_name", "float64")
+    plan = (plan or BlockPlan()).for_data(n, dt)
+    label = block.target if isinstance(block.target, str) else block.resolved().id
+    return run_blocks(block, trials, seed=seed, plan=plan, label=label).concatenate()

@@ -39,7 +39,7 @@ from dpverify.core.errors import InputError
 MODELS = ("auto", "power", "offset")
 
 
-@dataclass
+@dataclass(frozen=True)
 class FitSettings:
     """How a fit is made and judged.
 
@@ -181,7 +181,9 @@ class RateFit:
         >>> rng = np.random.default_rng(0)
         >>> n = 2.0 ** np.arange(7, 13)
         >>> Y = n[:, None] ** -1.0 * np.exp(0.2 * rng.standard_normal((6, 10)))
-        >>> d = fit_rate(n, Y, theory=-1.0, parameter="n", n_boot=200, rng=1).to_dict()
+        >>> fit = fit_rate(n, Y, theory=-1.0, parameter="n", settings=FitSettings(n_boot=200),
+        ...                rng=1)
+        >>> d = fit.to_dict()
         >>> d["verdict"], d["parameter"]
         ('PASS', 'n')
         """
@@ -372,20 +374,45 @@ def _bootstrap_ci(point: float, reps: np.ndarray, confidence: float, k: int,
     return point - (point - lo) * f, point + (hi - point) * f
 
 
+@dataclass(frozen=True)
+class GridPoints:
+    """What a fit knows of each grid point besides its utilities (each (m,) or ``None``).
+
+    Parameters
+    ----------
+    x
+        Regression abscissa if not the grid values (e.g. the ledger's GDP mu for an
+        epsilon sweep).
+    log_factor
+        The theorem's log factors evaluated at each point, divided out before fitting.
+    in_regime
+        Boolean mask of points where the theorem applies; the rest are not fitted.
+    excluded
+        Per point, why it is left out of the fit besides the regime (``""``: kept), e.g.
+        by window validation; such points are not fitted and the reasons are reported.
+
+    Examples
+    --------
+    >>> GridPoints(in_regime=[True, False]).in_regime
+    [True, False]
+    """
+
+    x: Any = None
+    log_factor: Any = None
+    in_regime: Any = None
+    excluded: Any = None
+
+
 def fit_rate(
     values: Any,
     utilities: Any,
     *,
     theory: float,
     parameter: str = "x",
-    log_factor: Any = None,
-    in_regime: Any = None,
     sided: str = "upper",
-    x: Any = None,
-    excluded: Any = None,
+    points: GridPoints | None = None,
     settings: FitSettings | None = None,
     rng: int | np.random.Generator | np.random.SeedSequence = 0,
-    **overrides: Any,
 ) -> RateFit:
     """Fit the exponent of ``utilities`` in a parameter and judge it against ``theory``.
 
@@ -398,23 +425,16 @@ def fit_rate(
         bootstrap cluster across all points.
     theory
         The theorem's exponent of the parameter.
-    log_factor
-        The theorem's log factors evaluated at each point (m,), divided out before fitting.
-    in_regime
-        Boolean mask (m,) of points where the theorem applies; the rest are not fitted.
-    excluded
-        Per point, why it is left out of the fit besides the regime (``""``: kept), e.g.
-        by window validation; such points are not fitted and the reasons are reported.
     sided
         ``"upper"``: an upper bound, FAIL only when the interval lies entirely above
         ``theory + tolerance`` (the rate is provably worse; larger exponents are worse
         as the parameter grows). ``"two"``: FAIL when the interval excludes the theory
         value by more than the tolerance on either side.
-    x
-        Regression abscissa if not ``values`` (e.g. the ledger's GDP mu for an epsilon
-        sweep).
-    settings, overrides
-        :class:`FitSettings`, or its fields as keywords.
+    points
+        The abscissa, log factors, regime and exclusions of the grid points
+        (:class:`GridPoints`; default: the values themselves, no log factor, all kept).
+    settings
+        How the fit is made and judged (:class:`FitSettings`).
     rng
         Seed of the bootstrap.
 
@@ -423,23 +443,35 @@ def fit_rate(
     >>> rng = np.random.default_rng(0)
     >>> n = 2.0 ** np.arange(7, 14)
     >>> Y = n[:, None] ** -1.0 * np.exp(0.3 * rng.standard_normal((7, 10)))
-    >>> fit = fit_rate(n, Y, theory=-2.0, parameter="n", n_boot=500, rng=1)
+    >>> fit = fit_rate(n, Y, theory=-2.0, parameter="n", settings=FitSettings(n_boot=500),
+    ...                rng=1)
     >>> fit.verdict.value, round(fit.exponent, 1)
     ('FAIL', -1.0)
     """
-    if settings is not None and overrides:
-        raise InputError("give settings or keyword overrides, not both")
-    settings = settings or FitSettings(**overrides)
+    fit = _new_fit(values, utilities, float(theory), parameter, sided,
+                   points or GridPoints(), settings or FitSettings())
+    usable, why = _usable_points(fit)
+    if why:
+        return _inconclusive(fit, why)
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    _fit_models(fit, usable, gen)
+    return _decide(fit)
+
+
+def _new_fit(values: Any, utilities: Any, theory: float, parameter: str, sided: str,
+             points: GridPoints, settings: FitSettings) -> RateFit:
+    """The fit's inputs checked and laid out on the grid, nothing fitted yet."""
     values = np.asarray(values, dtype=float).reshape(-1)
     Y = np.asarray(utilities, dtype=float)
     if Y.ndim != 2 or Y.shape[0] != values.size:
         raise InputError(f"utilities must have shape (points, seeds) = ({values.size}, k), "
                          f"got {Y.shape}")
-    xv = values if x is None else np.asarray(x, dtype=float).reshape(-1)
-    L = np.ones_like(values) if log_factor is None else np.asarray(log_factor, float).reshape(-1)
-    mask = (np.ones(values.size, bool) if in_regime is None
-            else np.asarray(in_regime, bool).reshape(-1))
-    why = [""] * values.size if excluded is None else list(excluded)
+    xv = values if points.x is None else np.asarray(points.x, dtype=float).reshape(-1)
+    L = (np.ones_like(values) if points.log_factor is None
+         else np.asarray(points.log_factor, float).reshape(-1))
+    mask = (np.ones(values.size, bool) if points.in_regime is None
+            else np.asarray(points.in_regime, bool).reshape(-1))
+    why = [""] * values.size if points.excluded is None else list(points.excluded)
     if not all(isinstance(w, str) for w in why):
         raise InputError(f"excluded must hold one reason string per point ('' to keep it), "
                          f"got {why!r}")
@@ -451,26 +483,38 @@ def fit_rate(
     if sided not in ("upper", "two"):
         raise InputError(f"sided must be 'upper' or 'two', got {sided!r}")
     fit = RateFit(parameter=parameter, values=values, x=xv, utilities=Y, log_factor=L,
-                  in_regime=mask, theory=float(theory), sided=sided, settings=settings,
+                  in_regime=mask, theory=theory, sided=sided, settings=settings,
                   excluded=why)
     fit.rule = _rule_text(sided, settings)
-    k = Y.shape[1]
+    return fit
+
+
+def _usable_points(fit: RateFit) -> tuple[np.ndarray, str]:
+    """The points the fit can use, and why it cannot run (``""``: it can)."""
+    Y, xv, L, mask = fit.utilities, fit.x, fit.log_factor, fit.in_regime
     means = Y.mean(axis=1)
     usable = mask & np.isfinite(means) & (means > 0) & (xv > 0) & (L > 0) & np.isfinite(L)
     if (~np.isfinite(Y[mask])).any():
         fit.flags.append("non-finite utilities")
-    if k < 2:
-        return _inconclusive(fit, "a bootstrap over seeds needs at least 2 seeds")
-    if usable.sum() < settings.min_points:
-        kinds = [w.split(":")[0] for w in why if w]  # "saturated: mean ..." -> "saturated"
+    if Y.shape[1] < 2:
+        return usable, "a bootstrap over seeds needs at least 2 seeds"
+    need = fit.settings.min_points
+    if usable.sum() < need:
+        kinds = [w.split(":")[0] for w in fit.excluded if w]  # "saturated: mean ..." -> "saturated"
         left = "; left out: " + ", ".join(
             f"{kinds.count(r)} {r}" for r in sorted(set(kinds))) if kinds else ""
-        return _inconclusive(fit, f"{int(usable.sum())} usable grid points (need "
-                                  f"{settings.min_points}){left}; widen the grid")
+        return usable, (f"{int(usable.sum())} usable grid points (need {need}){left}; "
+                        f"widen the grid")
     if np.unique(xv[usable]).size < 2:
-        return _inconclusive(fit, "the parameter does not vary over the usable points")
+        return usable, "the parameter does not vary over the usable points"
+    return usable, ""
 
-    lx, lL, Yu = np.log(xv[usable]), np.log(L[usable]), Y[usable]
+
+def _fit_models(fit: RateFit, usable: np.ndarray, gen: np.random.Generator) -> None:
+    """Both models on the usable points, their bootstrap, the model choice and the flags."""
+    settings = fit.settings
+    k = fit.seeds
+    lx, lL, Yu = np.log(fit.x[usable]), np.log(fit.log_factor[usable]), fit.utilities[usable]
     ybar = Yu.mean(axis=1)
     ly = np.log(ybar) - lL
     fit.local_slopes = np.diff(ly) / np.diff(lx)
@@ -485,7 +529,6 @@ def fit_rate(
     fit.floor_share = float(c_off[0] / ybar.min()) if np.isfinite(c_off[0]) else 0.0
 
     # Bootstrap: resample seeds jointly over the grid, refit both models.
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     B = int(settings.n_boot)
     idx = gen.integers(0, k, size=(B, k))
     Yres = Yu[:, idx]  # (m, B, k)
@@ -515,8 +558,12 @@ def fit_rate(
     fit.ci_low, fit.ci_high = _bootstrap_ci(fit.exponent, reps, level, k, how)
     fit.boot = {"p_power": pb_pow, "a_power": ab_pow, "p_offset": pb_off, "A_offset": Ab_off,
                 "c_offset": cb_off, "use_offset": use_off_b}
+    _flag_fit(fit, lx, ly, Yu)
 
-    fit.lack_of_fit_p = _lack_of_fit(lx, ly, Yu, p_pow[0], a_pow[0])
+
+def _flag_fit(fit: RateFit, lx: np.ndarray, ly: np.ndarray, Yu: np.ndarray) -> None:
+    """Lack of fit of the power model, and power and offset models that disagree."""
+    fit.lack_of_fit_p = _lack_of_fit(lx, ly, Yu, fit.exponent_power, fit.intercept)
     if fit.lack_of_fit_p < 0.01:
         fit.flags.append(f"lack of fit: point means scatter beyond seed noise "
                          f"(p={fit.lack_of_fit_p:.2g})")
@@ -524,7 +571,6 @@ def fit_rate(
             and abs(fit.exponent_power - fit.exponent_offset) > 0.1):
         gap = abs(fit.exponent_power - fit.exponent_offset)
         fit.flags.append(f"power and offset models disagree by {gap:.2f}")
-    return _decide(fit)
 
 
 def _keep_floor(fit: RateFit, settings: FitSettings, lx: np.ndarray, lL: np.ndarray,
@@ -563,10 +609,10 @@ def floor_kept(share: np.ndarray, pvalues: np.ndarray, settings: FitSettings) ->
     >>> rng = np.random.default_rng(0)
     >>> n = 2.0 ** np.arange(7, 13)
     >>> clean = n[:, None] ** -1.0 * np.exp(0.3 * rng.standard_normal((6, 20)))
-    >>> fit_rate(n, clean, theory=-1.0, n_boot=400, rng=1).model
+    >>> fit_rate(n, clean, theory=-1.0, settings=FitSettings(n_boot=400), rng=1).model
     'power'
     >>> floored = clean + 0.5 * n.min() ** -1.0
-    >>> fit_rate(n, floored, theory=-1.0, n_boot=400, rng=1).model
+    >>> fit_rate(n, floored, theory=-1.0, settings=FitSettings(n_boot=400), rng=1).model
     'offset'
     """
     return (share > settings.floor_select) & (pvalues < 1.0 - settings.confidence)

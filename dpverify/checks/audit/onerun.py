@@ -365,7 +365,7 @@ def _scores(setup: Any, data: Dataset, canaries: tuple[np.ndarray, np.ndarray], 
     if setup.registered:
         assert setup.target is not None and setup.problem is not None
         out, cur = run_target(setup.target, setup.params, setup.problem, trials=1,
-                              rng=run_seed, backend=setup.backend, data_override=data,
+                              rng=run_seed, backend=setup.backend, data=data,
                               keep_answers=scores == "releases")
         out = np.asarray(cur.backend.to_numpy(out), dtype=float).reshape(1, -1)
         try:

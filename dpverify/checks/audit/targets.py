@@ -51,6 +51,8 @@ from dpverify.core.errors import (
 from dpverify.core.registry import Problem, Target, is_registered_target, load_callable, resolve
 from dpverify.execution.trials import (
     DEFAULT_BLOCK,
+    BlockPlan,
+    OutputBlock,
     build_problem,
     map_blocks,
     run_target,
@@ -422,17 +424,6 @@ def _settle_relation(setup: AuditSetup, pairs: Sequence[Pair]) -> None:
         setup.relation = next(iter(found))
 
 
-def executor_kwargs(execution: Execution | None) -> dict[str, Any]:
-    """``executor=`` for the block runners when an execution is chosen (serial otherwise).
-
-    Examples
-    --------
-    >>> executor_kwargs(None)
-    {}
-    """
-    return {} if execution is None else {"executor": execution}
-
-
 def call_user(fn: Callable[..., Any], name: str, data: Any, rng: np.random.Generator,
               trials: int) -> Any:
     """Call a user's ``f(data, rng, trials)``; an exception becomes an :class:`InputError`.
@@ -552,9 +543,8 @@ def sample(setup: AuditSetup, data: Any, trials: int, seed: np.random.SeedSequen
     bs = int(block_size or DEFAULT_BLOCK)
     if setup.registered:
         assert setup.target is not None and setup.problem is not None
-        return sample_outputs(setup.target, setup.params, setup.problem, data, trials=trials,
-                              seed=seed, backend=setup.backend, block_size=bs,
-                              **executor_kwargs(execution))
+        block = OutputBlock(setup.target, setup.params, setup.problem, data, setup.backend)
+        return sample_outputs(block, trials=trials, seed=seed, plan=BlockPlan(bs, execution))
     fn = setup.fn
     assert fn is not None
     # Deliberately non-finite data (the nonfinite canary) may give non-finite outputs:
@@ -565,7 +555,7 @@ def sample(setup: AuditSetup, data: Any, trials: int, seed: np.random.SeedSequen
         return _check_block(call_user(fn, setup.name, data, np.random.default_rng(ss), k),
                             k, setup.name, finite)
 
-    blocks = map_blocks(block, trials, seed=seed, block_size=bs, **executor_kwargs(execution))
+    blocks = map_blocks(block, trials, seed=seed, plan=BlockPlan(bs, execution))
     check_independent_rows(blocks, setup.name)
     return np.concatenate(blocks, axis=0)
 

@@ -67,7 +67,6 @@ from dpverify.checks.audit.targets import (
     AUTO_NEIGHBOURS,
     SEED_SAMPLES,
     accountant_epsilon,
-    executor_kwargs,
     make_pairs,
     plain_ledger,
     prepare,
@@ -76,7 +75,13 @@ from dpverify.checks.audit.targets import (
 from dpverify.core.curator import AMPLIFIED, Ledger, ReplayRecord
 from dpverify.core.data import NeighbourPair
 from dpverify.core.errors import InputError, check_positive, check_probability
-from dpverify.execution.trials import DEFAULT_BLOCK, map_blocks, run_target, seed_streams
+from dpverify.execution.trials import (
+    DEFAULT_BLOCK,
+    BlockPlan,
+    map_blocks,
+    run_target,
+    seed_streams,
+)
 from dpverify.stats import audit_bounds as stats
 from dpverify.stats import sampled_gaussian as sampled
 from dpverify.stats.power import (
@@ -277,16 +282,16 @@ def replay_losses(
 
     def block(ss: np.random.SeedSequence, k: int, _: int) -> tuple[Any, ...]:
         sD, sDp = ss.spawn(2)
-        _, cur = run_target(t, p, problem, trials=k, rng=sD, pair=pair,
+        _, cur = run_target(t, p, problem, trials=k, rng=sD, data=pair,
                             backend=setup.backend, keep_answers=True)
         LD, VD, gD = transcript_privacy_loss(cur.ledger)
-        _, cur2 = run_target(t, p, problem, trials=k, rng=sDp, pair=other,
+        _, cur2 = run_target(t, p, problem, trials=k, rng=sDp, data=other,
                              backend=setup.backend, keep_answers=True)
         LP, VP, gP = transcript_privacy_loss(cur2.ledger)
         return LD, -LP, VD, VP, gD and gP, len(cur.ledger)
 
-    parts = map_blocks(block, trials, seed=seed, block_size=int(block_size or DEFAULT_BLOCK),
-                       **executor_kwargs(execution))
+    parts = map_blocks(block, trials, seed=seed,
+                       plan=BlockPlan(int(block_size or DEFAULT_BLOCK), execution))
     gaussian = all(b[4] for b in parts)
     V = (np.concatenate([np.concatenate([b[2], b[3]]) for b in parts]) if gaussian else None)
     return {

@@ -39,7 +39,7 @@ from dpverify.core.curator import Curator
 from dpverify.core.data import PAIR_GENERATORS, Dataset
 from dpverify.core.errors import InputError
 from dpverify.core.registry import Problem, load_callable, resolve
-from dpverify.execution.trials import map_blocks, resolve_block_size, seed_streams
+from dpverify.execution.trials import BlockPlan, map_blocks, resolve_block_size, seed_streams
 
 if TYPE_CHECKING:
     from dpverify.checks.audit.targets import AuditSetup
@@ -403,10 +403,9 @@ def play_registered(setup: AuditSetup, pool: Pool, *, trials: int, design: str,
     assert setup.target is not None and setup.problem is not None
     fn = MembershipBlock(setup.target.id, dict(setup.params), setup.problem, pool, design,
                          statistic, setup.backend)
-    kwargs = {} if execution is None else {"executor": execution}
     bs = resolve_block_size(block_size, n=pool.targets.n + pool.base.n
                             + (pool.m if pool.replacements is not None else 0))
-    blocks = map_blocks(fn, trials, seed=seed, block_size=bs, **kwargs)
+    blocks = map_blocks(fn, trials, seed=seed, plan=BlockPlan(bs, execution))
     A = np.concatenate(blocks, axis=0)
     m = pool.m
     return Observations(A[:, 0].astype(int), A[:, 1 : 1 + m] > 0.5,

@@ -13,9 +13,10 @@ subcommand is :mod:`dpverify.cli.rates`.
 
 Examples
 --------
->>> from dpverify.checks.rates import verify_rates
->>> res = verify_rates("noisy_gd:sound", {"n": [250, 500, 1000, 2000]},
-...                    params={"T": 60}, seeds=10)
+>>> from dpverify.checks.rates import RateOptions, verify_rates
+>>> from dpverify.execution.experiment import Experiment
+>>> res = verify_rates(Experiment("noisy_gd:sound", {"T": 60}),
+...                    RateOptions(vary={"n": [250, 500, 1000, 2000]}, seeds=10))
 >>> res.fits[0].verdict.value
 'PASS'
 """
@@ -23,6 +24,7 @@ Examples
 from dpverify.checks.rates.baseline import compare, load_baseline
 from dpverify.checks.rates.grids import (
     Sweep,
+    SweepPlan,
     default_grid,
     gdp_mu,
     run_function_sweep,
@@ -48,14 +50,23 @@ from dpverify.checks.rates.verify import (
     resolve_theory,
     verify_rates,
 )
-from dpverify.stats.rate_fit import FitSettings, RateFit, fit_rate, offset_fits, power_slopes
+from dpverify.stats.rate_fit import (
+    FitSettings,
+    GridPoints,
+    RateFit,
+    fit_rate,
+    offset_fits,
+    power_slopes,
+)
 
 __all__ = [
     "METRICS",
     "FitSettings",
+    "GridPoints",
     "RateFit",
     "RatesResult",
     "Sweep",
+    "SweepPlan",
     "Theory",
     "available_metrics",
     "compare",

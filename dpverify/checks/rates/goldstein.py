@@ -238,15 +238,42 @@ class GoldsteinBounds:
     radius: float
 
 
-def goldstein_bounds(problem: Any, x: np.ndarray, radius: float, *,
-                     on: str = "empirical", samples: int = 256, seed: int = 0,
-                     kink_points: int = 64, iterations: int = 60,
-                     lower: bool = True) -> GoldsteinBounds:
-    """Both bounds for the problem's objective at each row of ``x``.
+@dataclass(frozen=True)
+class GoldsteinSettings:
+    """How :func:`goldstein_bounds` computes its bounds.
 
-    ``on="empirical"`` uses the training data (F^D), ``"population"`` the problem's fresh
-    sample ``info["population"]`` (standing in for F). ``lower=False`` skips the lower
-    bound (then ``nan``).
+    Parameters
+    ----------
+    on
+        ``"empirical"`` uses the training data (F^D), ``"population"`` the problem's fresh
+        sample ``info["population"]`` (standing in for F).
+    samples, seed
+        Random points of the ball for the upper bound, and their seed.
+    kink_points
+        Points placed on both sides of the loss's kinks inside the ball (0: none).
+    iterations
+        Iterations of the lower bound's minimisation.
+    lower
+        ``False`` skips the lower bound (then ``nan``).
+
+    Examples
+    --------
+    >>> GoldsteinSettings(on="population").samples
+    256
+    """
+
+    on: str = "empirical"
+    samples: int = 256
+    seed: int = 0
+    kink_points: int = 64
+    iterations: int = 60
+    lower: bool = True
+
+
+def goldstein_bounds(problem: Any, x: np.ndarray, radius: float,
+                     settings: GoldsteinSettings | None = None) -> GoldsteinBounds:
+    """Both bounds for the problem's objective at each row of ``x`` (see
+    :class:`GoldsteinSettings` for how).
 
     Examples
     --------
@@ -256,6 +283,8 @@ def goldstein_bounds(problem: Any, x: np.ndarray, radius: float, *,
     >>> bool(np.all(bd.lower <= bd.upper + 1e-9))
     True
     """
+    s = settings or GoldsteinSettings()
+    on = s.on
     if on not in ("empirical", "population"):
         raise InputError(f"stationarity must be of 'empirical' or 'population' F, got {on!r}")
     data = problem.data
@@ -266,11 +295,11 @@ def goldstein_bounds(problem: Any, x: np.ndarray, radius: float, *,
     loss = problem.loss
     r = float(radius)
     x = np.atleast_2d(np.asarray(x, dtype=float))
-    extra = (_kink_points(loss, data.X, data.y, r, kink_points)
-             if hasattr(loss, "kinks") and kink_points > 0 else None)
-    upper = goldstein_upper(lambda P: loss.mean_grad(P, data), x, r, samples=samples,
-                            rng=np.random.default_rng(seed), extra=extra)
-    low = (goldstein_lower(loss, data.X, data.y, x, r, iterations=iterations) if lower
+    extra = (_kink_points(loss, data.X, data.y, r, s.kink_points)
+             if hasattr(loss, "kinks") and s.kink_points > 0 else None)
+    upper = goldstein_upper(lambda P: loss.mean_grad(P, data), x, r, samples=s.samples,
+                            rng=np.random.default_rng(s.seed), extra=extra)
+    low = (goldstein_lower(loss, data.X, data.y, x, r, iterations=s.iterations) if s.lower
            else np.full(x.shape[0], np.nan))
     return GoldsteinBounds(upper, low, r)
 
@@ -293,7 +322,8 @@ def goldstein(problem: Any, outputs: Any, params: Mapping[str, Any]) -> np.ndarr
     radius = params.get("goldstein_radius")
     radius = 2.0 * float(params["alpha"]) if radius is None else float(radius)
     x = np.asarray(outputs, dtype=float).reshape(len(outputs), -1)
-    bd = goldstein_bounds(problem, x, radius, on=str(params.get("stationarity_of", "empirical")),
-                          samples=int(params.get("goldstein_samples", 256)),
-                          seed=int(params.get("goldstein_seed", 0)), lower=False)
+    how = GoldsteinSettings(on=str(params.get("stationarity_of", "empirical")),
+                            samples=int(params.get("goldstein_samples", 256)),
+                            seed=int(params.get("goldstein_seed", 0)), lower=False)
+    bd = goldstein_bounds(problem, x, radius, how)
     return bd.upper

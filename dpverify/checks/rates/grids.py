@@ -30,7 +30,13 @@ import numpy as np
 from dpverify.checks.rates.metrics import target_metric
 from dpverify.core.errors import InputError, check_positive
 from dpverify.core.registry import Target
-from dpverify.execution.trials import DEFAULT_BLOCK, build_problem, map_blocks, run_target
+from dpverify.execution.trials import (
+    DEFAULT_BLOCK,
+    BlockPlan,
+    build_problem,
+    map_blocks,
+    run_target,
+)
 
 # Privacy parameters whose exponent is better read off the noise actually added (see
 # ``gdp_mu``): value -> the exponent that turns GDP mu into the parameter's scale.
@@ -200,20 +206,56 @@ def default_grid(base: Any, parameter: str, scale: str = "quick") -> list[Any]:
     return sorted(set(vals), key=float)
 
 
+@dataclass(frozen=True)
+class SweepPlan:
+    """How a sweep runs: seeds per point, their root seed and streams, and progress.
+
+    Parameters
+    ----------
+    seeds
+        Independent runs per grid point (for a registered target: batched on the trial
+        axis, in blocks of ``block_size``).
+    seed
+        Root seed; the sweep's streams are named children of it.
+    common_random_numbers
+        Every point draws data and noise from the same streams (default), or each point
+        from its own.
+    progress
+        A function ``progress(label, fraction)`` told after every point, or ``None``.
+    metric, scale, backend, block_size
+        For a registered target: the utility metric (default: the quantity of the
+        variant's utility claim), the scale of its parameters, the backend it runs on and
+        the trials per block. A function's sweep has no use for them.
+
+    Examples
+    --------
+    >>> SweepPlan(seeds=4, seed=1).common_random_numbers
+    True
+    """
+
+    seeds: int = 20
+    seed: int = 0
+    common_random_numbers: bool = True
+    progress: Callable[[str, float], None] | None = None
+    metric: str | None = None
+    scale: str = "quick"
+    backend: str = "numpy"
+    block_size: int = DEFAULT_BLOCK
+
+    def streams(self, parameter: str, i: int) -> tuple[int, np.random.SeedSequence]:
+        """The data seed and the trial stream of grid point ``i``."""
+        key = () if self.common_random_numbers else (i,)
+        data_seed = int(sweep_stream(self.seed, parameter, 0, *key).generate_state(1)[0])
+        return data_seed, sweep_stream(self.seed, parameter, 1, *key)
+
+
 def run_sweep(
     target: Target,
     parameter: str,
     values: Sequence[Any],
     *,
     params: Mapping[str, Any] | None = None,
-    seeds: int = 20,
-    seed: int = 0,
-    metric: str | None = None,
-    scale: str = "quick",
-    backend: str = "numpy",
-    common_random_numbers: bool = True,
-    block_size: int = DEFAULT_BLOCK,
-    progress: Callable[[str, float], None] | None = None,
+    plan: SweepPlan | None = None,
     trivial: bool = False,
     pinned: Mapping[str, Any] | None = None,
 ) -> Sweep:
@@ -227,15 +269,8 @@ def run_sweep(
         The swept algorithm parameter and its grid.
     params
         Overrides of the other parameters (held fixed over the sweep).
-    seeds
-        Independent runs per grid point, batched on the trial axis.
-    seed
-        Root seed; the sweep's streams are named children of it.
-    metric
-        Utility metric (default: the quantity of the variant's utility claim).
-    common_random_numbers
-        Every point draws data and noise from the same streams (default), or each point
-        from its own.
+    plan
+        Seeds, root seed, streams, metric, scale and backend (:class:`SweepPlan`).
     trivial
         Also evaluate the metric at each point's start (:func:`trivial_output`), the value
         a run that made no progress would score.
@@ -247,14 +282,15 @@ def run_sweep(
     --------
     >>> from dpverify.core.registry import resolve
     >>> sw = run_sweep(resolve("noisy_gd:sound"), "n", [100, 200, 400], params={"T": 20},
-    ...                seeds=4)
+    ...                plan=SweepPlan(seeds=4))
     >>> sw.utilities.shape, sw.metric
     ((3, 4), 'excess_risk')
     """
-    seeds = int(check_positive(seeds, "seeds", integer=True))
+    plan = plan or SweepPlan()
+    seeds = int(check_positive(plan.seeds, "seeds", integer=True))
     algo, variant = target.algorithm, target.variant
-    metric, metric_fn = target_metric(target, metric)
-    base = algo.params(variant.name, params, scale)
+    metric, metric_fn = target_metric(target, plan.metric)
+    base = algo.params(variant.name, params, plan.scale)
     if parameter not in base:
         raise InputError(f"{target.id} has no parameter {parameter!r}; known: {sorted(base)}")
     values = [coerce_value(base[parameter], v, parameter) for v in check_grid(parameter, values)]
@@ -267,40 +303,54 @@ def run_sweep(
     with single_threaded_blas():
         for i, v in enumerate(values):
             p = algo.params(variant.name, {**(params or {}), parameter: v, **(pinned or {})},
-                            scale)
+                            plan.scale)
             point_params.append(p)
-            key = () if common_random_numbers else (i,)
-            data_seed = int(sweep_stream(seed, parameter, 0, *key).generate_state(1)[0])
-            trial_ss = sweep_stream(seed, parameter, 1, *key)
+            data_seed, trial_ss = plan.streams(parameter, i)
             t0 = time.perf_counter()
             problem = build_problem(target, p, data_seed)
-            mus: list[float] = []
-            widths: list[int] = []
-
-            def block(ss: np.random.SeedSequence, k: int, _: int, p=p, problem=problem,
-                      mus=mus, widths=widths) -> np.ndarray:
-                out, cur = run_target(target, p, problem, trials=k, rng=ss, backend=backend)
-                mus.append(gdp_mu(cur.ledger))
-                outputs = cur.backend.to_numpy(out).reshape(k, -1)
-                widths.append(outputs.shape[1])
-                vals = np.asarray(metric_fn(problem, outputs, p), dtype=float).reshape(-1)
-                if vals.shape != (k,):
-                    raise InputError(f"metric {metric!r} returned shape {vals.shape}, "
-                                     f"expected ({k},)")
-                return vals
-
-            Y[i] = np.concatenate(map_blocks(block, seeds, seed=trial_ss,
-                                             block_size=block_size))
-            mu[i] = mus[0]
+            point = _PointBlock(target, p, problem, metric, metric_fn, plan.backend)
+            Y[i] = np.concatenate(map_blocks(point, seeds, seed=trial_ss,
+                                             plan=BlockPlan(plan.block_size)))
+            mu[i] = point.mus[0]
             if trivial:
-                start = trivial_output(problem, widths[0])
+                start = trivial_output(problem, point.widths[0])
                 triv[i] = float(np.asarray(metric_fn(problem, start, p), dtype=float)[0])
             secs[i] = time.perf_counter() - t0
-            if progress is not None:
-                progress(f"{target.id} {parameter}={v}", (i + 1) / len(values))
+            if plan.progress is not None:
+                plan.progress(f"{target.id} {parameter}={v}", (i + 1) / len(values))
     return Sweep(target=target.id, parameter=parameter, values=values, utilities=Y,
-                 params=point_params, metric=metric, seed=int(seed), mu=mu, seconds=secs,
+                 params=point_params, metric=metric, seed=int(plan.seed), mu=mu, seconds=secs,
                  trivial=triv)
+
+
+@dataclass
+class _PointBlock:
+    """The block function of one grid point: the metric of each trial's output.
+
+    It records each block's GDP mu and output width (blocks run in this process).
+    """
+
+    target: Target
+    params: dict[str, Any]
+    problem: Any
+    metric: str
+    metric_fn: Callable[..., Any]
+    backend: str
+    mus: list[float] = field(default_factory=list)
+    widths: list[int] = field(default_factory=list)
+
+    def __call__(self, ss: np.random.SeedSequence, k: int, _: int) -> np.ndarray:
+        out, cur = run_target(self.target, self.params, self.problem, trials=k, rng=ss,
+                              backend=self.backend)
+        self.mus.append(gdp_mu(cur.ledger))
+        outputs = cur.backend.to_numpy(out).reshape(k, -1)
+        self.widths.append(outputs.shape[1])
+        vals = np.asarray(self.metric_fn(self.problem, outputs, self.params),
+                          dtype=float).reshape(-1)
+        if vals.shape != (k,):
+            raise InputError(f"metric {self.metric!r} returned shape {vals.shape}, "
+                             f"expected ({k},)")
+        return vals
 
 
 def _accepts(fn: Callable[..., Any], name: str) -> bool:
@@ -359,11 +409,8 @@ def run_function_sweep(
     values: Sequence[Any],
     *,
     fixed: Mapping[str, Any] | None = None,
-    seeds: int = 20,
-    seed: int = 0,
+    plan: SweepPlan | None = None,
     name: str = "",
-    common_random_numbers: bool = True,
-    progress: Callable[[str, float], None] | None = None,
 ) -> Sweep:
     """Sweep a user's utility function ``f(n, d, epsilon, ..., seed) -> float``.
 
@@ -373,19 +420,20 @@ def run_function_sweep(
     is the same integer at every point under common random numbers). A function with a
     ``seeds`` parameter is called once per point with an integer array and must return
     one utility per seed. The sweep's point parameters hold the whole grid, so a
-    theorem's log factors and regime can name any of them.
+    theorem's log factors and regime can name any of them. ``plan`` gives the seeds, the
+    root seed, the streams and progress (:class:`SweepPlan`).
 
     Examples
     --------
     >>> def f(n, d, seed):
     ...     return float(d * np.random.default_rng(seed).exponential() / n)
-    >>> sw = run_function_sweep(f, "n", [10, 20, 40], seeds=3)
+    >>> sw = run_function_sweep(f, "n", [10, 20, 40], plan=SweepPlan(seeds=3))
     >>> sw.utilities.shape, sw.params[0]["epsilon"]
     ((3, 3), 1.0)
     """
-    seeds = int(check_positive(seeds, "seeds", integer=True))
+    plan = plan or SweepPlan()
+    seeds = int(check_positive(plan.seeds, "seeds", integer=True))
     values = check_grid(parameter, values)
-    vectorized = _accepts(fn, "seeds") and not _accepts(fn, "seed")
     given = {*(fixed or {}), parameter}
     Y = np.empty((len(values), seeds))
     secs = np.zeros(len(values))
@@ -394,24 +442,30 @@ def run_function_sweep(
         p = {**FUNCTION_DEFAULTS, **(fixed or {}), parameter: v}
         point_params.append(p)
         kw = function_arguments(fn, p, given, name)
-        key = () if common_random_numbers else (i,)
-        ints = sweep_stream(seed, parameter, 1, *key).generate_state(seeds).astype(np.int64)
+        ints = plan.streams(parameter, i)[1].generate_state(seeds).astype(np.int64)
         t0 = time.perf_counter()
-        try:
-            if vectorized:
-                vals = np.asarray(fn(**kw, seeds=ints), dtype=float).reshape(-1)
-            else:
-                vals = np.array([float(fn(**kw, seed=int(s))) for s in ints])
-        except TypeError as e:
-            raise InputError(f"calling {name or fn!r} with {sorted(kw)} and a seed failed: "
-                             f"{e}") from None
-        if vals.shape != (seeds,):
-            raise InputError(f"{name or fn!r} returned {vals.shape[0]} utilities for "
-                             f"{seeds} seeds")
-        Y[i] = vals
+        Y[i] = _call_function(fn, kw, ints, name)
         secs[i] = time.perf_counter() - t0
-        if progress is not None:
-            progress(f"{name} {parameter}={v}", (i + 1) / len(values))
+        if plan.progress is not None:
+            plan.progress(f"{name} {parameter}={v}", (i + 1) / len(values))
     return Sweep(target=name or getattr(fn, "__name__", "function"), parameter=parameter,
                  values=list(values), utilities=Y, params=point_params, metric="function",
-                 seed=int(seed), mu=np.full(len(values), np.nan), seconds=secs)
+                 seed=int(plan.seed), mu=np.full(len(values), np.nan), seconds=secs)
+
+
+def _call_function(fn: Callable[..., Any], kw: dict[str, Any], ints: np.ndarray,
+                   name: str) -> np.ndarray:
+    """A user's function at one grid point: one utility per seed in ``ints``."""
+    vectorized = _accepts(fn, "seeds") and not _accepts(fn, "seed")
+    try:
+        if vectorized:
+            vals = np.asarray(fn(**kw, seeds=ints), dtype=float).reshape(-1)
+        else:
+            vals = np.array([float(fn(**kw, seed=int(s))) for s in ints])
+    except TypeError as e:
+        raise InputError(f"calling {name or fn!r} with {sorted(kw)} and a seed failed: "
+                         f"{e}") from None
+    if vals.shape != (ints.size,):
+        raise InputError(f"{name or fn!r} returned {vals.shape[0]} utilities for "
+                         f"{ints.size} seeds")
+    return vals

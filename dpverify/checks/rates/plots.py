@@ -52,10 +52,10 @@ def plot_fits(fits: Sequence[RateFit], path: str | Path, *, title: str = "",
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> from dpverify.stats.rate_fit import fit_rate
+    >>> from dpverify.stats.rate_fit import FitSettings, fit_rate
     >>> n = 2.0 ** np.arange(6, 11)
     >>> Y = n[:, None] ** -1.0 * np.exp(0.2 * np.random.default_rng(0).standard_normal((5, 8)))
-    >>> fit = fit_rate(n, Y, theory=-1.0, parameter="n", n_boot=200)
+    >>> fit = fit_rate(n, Y, theory=-1.0, parameter="n", settings=FitSettings(n_boot=200))
     >>> out = plot_fits([fit], pathlib.Path(tempfile.mkdtemp()) / "r.png")
     >>> out is None or out.stat().st_size > 0
     True

@@ -14,6 +14,7 @@ from dpverify.checks.base import CheckKind, Options, Outcome, register_kind
 from dpverify.checks.rates.grids import (
     PRIVACY_AXES,
     Sweep,
+    SweepPlan,
     default_grid,
     run_function_sweep,
     run_sweep,
@@ -34,7 +35,13 @@ from dpverify.core.prose import (
 )
 from dpverify.core.registry import is_registered_target, load_callable, resolve
 from dpverify.execution.experiment import Experiment
-from dpverify.stats.rate_fit import FitSettings, RateFit, _small_sample_factor, fit_rate
+from dpverify.stats.rate_fit import (
+    FitSettings,
+    GridPoints,
+    RateFit,
+    _small_sample_factor,
+    fit_rate,
+)
 
 SCHEMA = "dpverify-rates/1"
 AXES = ("auto", "param", "gdp")
@@ -116,7 +123,7 @@ def fit_sweep(sweep: Sweep, theory: Theory, settings: FitSettings | None = None,
     --------
     >>> from dpverify.checks.rates.grids import run_function_sweep
     >>> sw = run_function_sweep(lambda n, seed: (1 + 0.1 * (seed % 7)) / n, "n",
-    ...                         [100, 200, 400, 800], seeds=8)
+    ...                         [100, 200, 400, 800], plan=SweepPlan(seeds=8))
     >>> fit_sweep(sw, Theory("function", {"n": -1.0})).verdict.value
     'PASS'
     """
@@ -126,41 +133,23 @@ def fit_sweep(sweep: Sweep, theory: Theory, settings: FitSettings | None = None,
     values = np.array([float(v) for v in sweep.values])
     L = np.array([theory.log_factor(p) for p in sweep.params])
     regime = np.array([theory.in_regime(p) for p in sweep.params])
-    use_gdp = sweep.parameter in PRIVACY_AXES and sweep.mu.size == values.size and bool(
-        np.all(np.isfinite(sweep.mu) & (sweep.mu > 0)))
-    if axis == "gdp" and not use_gdp:
-        raise InputError(f"axis 'gdp' needs an epsilon or rho sweep of a target whose "
-                         f"releases are all Gaussian (parameter {sweep.parameter!r})")
-    if axis == "gdp" and rate is not None:
-        raise InputError("a fit against the full bound (rate) has its own axis; axis 'gdp' "
-                         "cannot be combined with it")
-    use_gdp = use_gdp and axis != "param" and rate is None
+    use_gdp = _on_gdp(sweep, axis, rate, values.size)
     x = sweep.mu ** PRIVACY_AXES[sweep.parameter] if use_gdp else None
     th_exp = theory.exponent(sweep.parameter)
     bound = None
     if rate is not None:
-        bound = np.array([float(evaluate(rate, p)) for p in sweep.params])
-        if not np.all(np.isfinite(bound) & (bound > 0)):
-            raise InputError(f"rate {rate!r} must be finite and > 0 at every grid point, got "
-                             f"{bound.tolist()}")
-        # The abscissa rises along the grid, so "a larger exponent is worse" holds as for
-        # a plain sweep: 1/bound where the bound falls (n), the bound where it rises (d).
-        step = np.diff(np.log(bound)) * np.sign(np.diff(values))
-        if not (np.all(step < 0) or np.all(step > 0)):
-            raise InputError(f"rate {rate!r} must change monotonically along the grid of "
-                             f"{sweep.parameter!r}, got {bound.tolist()}")
-        sign = 1.0 if step[0] > 0 else -1.0
+        bound, sign = _rate_bound(rate, sweep, values)
         x, th_exp = bound**sign, sign
-    kw = dict(theory=th_exp, parameter=sweep.parameter,
-              log_factor=L, in_regime=regime, sided=theory.sided, settings=settings,
-              excluded=window_reasons(sweep, settings, control, bound))
-    fit = fit_rate(values, sweep.utilities, x=x,
+    points = GridPoints(x=x, log_factor=L, in_regime=regime,
+                        excluded=window_reasons(sweep, settings, control, bound))
+    kw = dict(theory=th_exp, parameter=sweep.parameter, sided=theory.sided, settings=settings)
+    fit = fit_rate(values, sweep.utilities, points=points,
                    rng=sweep_stream(sweep.seed, sweep.parameter, 2), **kw)
     if use_gdp:
         fit.axis = "gdp"
     if use_gdp and np.isfinite(fit.exponent):  # (no exponent: too few points to fit)
-        raw = fit_rate(values, sweep.utilities, rng=sweep_stream(sweep.seed, sweep.parameter, 2),
-                       **kw)
+        raw = fit_rate(values, sweep.utilities, points=dataclasses.replace(points, x=None),
+                       rng=sweep_stream(sweep.seed, sweep.parameter, 2), **kw)
         fit.exponent_raw = raw.exponent
         fit.message += (f" [regressed on the ledger's GDP mu; on {sweep.parameter} itself the "
                         f"exponent is {raw.exponent:.3f}]")
@@ -174,6 +163,34 @@ def fit_sweep(sweep: Sweep, theory: Theory, settings: FitSettings | None = None,
     if sweep.seeds < 10:
         fit.flags.append(f"{sweep.seeds} seeds: bootstrap intervals undercover below ~10 seeds")
     return fit
+
+
+def _on_gdp(sweep: Sweep, axis: str, rate: str | None, points: int) -> bool:
+    """Whether the fit regresses on the ledger's GDP mu (see :func:`fit_sweep`)."""
+    use_gdp = sweep.parameter in PRIVACY_AXES and sweep.mu.size == points and bool(
+        np.all(np.isfinite(sweep.mu) & (sweep.mu > 0)))
+    if axis == "gdp" and not use_gdp:
+        raise InputError(f"axis 'gdp' needs an epsilon or rho sweep of a target whose "
+                         f"releases are all Gaussian (parameter {sweep.parameter!r})")
+    if axis == "gdp" and rate is not None:
+        raise InputError("a fit against the full bound (rate) has its own axis; axis 'gdp' "
+                         "cannot be combined with it")
+    return use_gdp and axis != "param" and rate is None
+
+
+def _rate_bound(rate: str, sweep: Sweep, values: np.ndarray) -> tuple[np.ndarray, float]:
+    """The theorem's full bound at each grid point, and the sign that makes it rise."""
+    bound = np.array([float(evaluate(rate, p)) for p in sweep.params])
+    if not np.all(np.isfinite(bound) & (bound > 0)):
+        raise InputError(f"rate {rate!r} must be finite and > 0 at every grid point, got "
+                         f"{bound.tolist()}")
+    # The abscissa rises along the grid, so "a larger exponent is worse" holds as for
+    # a plain sweep: 1/bound where the bound falls (n), the bound where it rises (d).
+    step = np.diff(np.log(bound)) * np.sign(np.diff(values))
+    if not (np.all(step < 0) or np.all(step > 0)):
+        raise InputError(f"rate {rate!r} must change monotonically along the grid of "
+                         f"{sweep.parameter!r}, got {bound.tolist()}")
+    return bound, 1.0 if step[0] > 0 else -1.0
 
 
 @dataclass
@@ -260,129 +277,116 @@ def resolve_theory(target: str, *, metric: str | None = None,
     )
 
 
-def verify_rates(
-    target: str | Callable[..., Any],
-    vary: Mapping[str, Sequence[Any]] | Sequence[str] | None = None,
-    *,
-    params: Mapping[str, Any] | None = None,
-    seeds: int | None = None,
-    seed: int = 0,
-    scale: str = "quick",
-    metric: str | None = None,
-    theory: Mapping[str, float] | None = None,
-    log_factors: Sequence[str] | None = None,
-    regime: Sequence[str] | None = None,
-    sided: str | None = None,
-    settings: FitSettings | None = None,
-    axis: str = "auto",
-    backend: str = "numpy",
-    common_random_numbers: bool = True,
-    progress: Callable[[str, float], None] | None = None,
-    control: Mapping[str, Any] | None = None,
-    rate: str | None = None,
-) -> RatesResult:
+def verify_rates(exp: Experiment, options: RateOptions | None = None) -> RatesResult:
     """Sweep each varied parameter of a target and judge its exponent against the theorem.
 
     Parameters
     ----------
-    target
-        ``name:variant`` of a registered algorithm, ``module:function`` or a Python
-        function ``f(**params, seed) -> utility`` (a user's own experiment, no curator).
-    vary
-        ``{parameter: grid values}``, or parameter names (log2 grids around their current
-        values); default: every parameter the theorem has an exponent for (registered
-        targets only). Each parameter is swept one at a time, the others held fixed.
-    params
-        Fixed parameters (algorithm overrides, or the function's other arguments).
-    seeds
-        Runs per grid point (default 20, 40 at the thorough scale).
-    theory, log_factors, regime, sided
-        Override (or, for functions, supply) the theorem.
-    settings
-        How fits are made and judged (:class:`~dpverify.stats.rate_fit.FitSettings`).
-    axis
-        See :func:`fit_sweep`.
-    control
-        Parameter overrides of a non-private control (e.g. ``{"epsilon": 100}``), run at
-        every grid point with the same streams, the overrides winning over the grid's own
-        value (an epsilon sweep's control is one large epsilon); points where the target is
-        not ``control_ratio`` times worse than the control are left out
-        (:func:`window_reasons`). Registered targets only, as is ``settings.saturation``.
-    rate
-        The theorem's full bound, every term (see :func:`fit_sweep`).
+    exp
+        The target, its fixed parameters (the experiment's overrides, held fixed over the
+        sweeps), root seed, scale, backend and progress. The target is ``name:variant`` of
+        a registered algorithm, ``module:function`` or a Python function
+        ``f(**params, seed) -> utility`` (a user's own experiment, no curator).
+    options
+        What to sweep and how to judge it (:class:`RateOptions`): ``vary`` (``{parameter:
+        grid values}``, or parameter names for log2 grids around their current values;
+        default: every parameter the theorem has an exponent for, registered targets
+        only; each parameter is swept one at a time, the others held fixed), ``seeds``
+        (runs per grid point; default the experiment's ``trials``, else 20, 40 at the
+        thorough scale), ``theory``, ``log_factors``, ``regime`` and ``sided`` (override
+        or, for functions, supply the theorem), ``axis`` (see :func:`fit_sweep`),
+        ``control`` (parameter overrides of a non-private control, run at every grid
+        point with the same streams, the overrides winning over the grid's own value;
+        points where the target is not ``control_ratio`` times worse than the control are
+        left out, :func:`window_reasons`; registered targets only, as is
+        ``saturation``), ``rate`` (the theorem's full bound, every term, see
+        :func:`fit_sweep`) and the :class:`~dpverify.stats.rate_fit.FitSettings` fields.
 
     Examples
     --------
-    >>> res = verify_rates("noisy_gd:planted_noise_grows_sqrt_n", {"n": [200, 400, 800]},
-    ...                    params={"T": 30}, seeds=10)
+    >>> res = verify_rates(Experiment("noisy_gd:planted_noise_grows_sqrt_n", {"T": 30}),
+    ...                    RateOptions(vary={"n": [200, 400, 800]}, seeds=10))
     >>> res.fits[0].verdict.value, round(res.fits[0].exponent, 1)
     ('FAIL', -1.0)
     """
-    seeds = int(seeds or DEFAULT_SEEDS.get(scale, 20))
-    settings = settings or FitSettings()
-    fn: Callable[..., Any] | None = None
-    if callable(target):
-        fn, name = target, getattr(target, "__name__", "function")
-    elif is_registered_target(target):
-        name = resolve(target).id
-    else:
-        fn, name = load_callable(target), str(target)
-    if fn is None:
-        th = resolve_theory(name, metric=metric, theory=theory, log_factors=log_factors,
-                            regime=regime, sided=sided)
-    else:
-        th = _function_theory(name, theory, log_factors, regime, sided, metric)
-
-    if fn is None:
-        t = resolve(name)
-        base = t.algorithm.params(t.variant.name, params, scale)
-        if vary is None:
-            vary = [k for k in th.exponents if k in base]
-            if not vary:
-                raise InputError(f"the theorem of {name} has no exponent for any of its "
-                                 f"parameters; name one with --vary")
-        grids = _grids(vary, lambda k: base.get(k), scale)
-    else:
-        if not vary or not isinstance(vary, Mapping):
-            raise InputError("a function target needs grid values: --vary n=100,200,400")
-        grids = {k: list(v) for k, v in vary.items()}
-
-    if settings.saturation is not None and rate is None:
+    o = options or RateOptions()
+    o.validate()
+    scale = exp.scale.value
+    plan = SweepPlan(seeds=int(o.seeds or exp.trials or DEFAULT_SEEDS.get(scale, 20)),
+                     seed=int(exp.seed), common_random_numbers=o.common_random_numbers,
+                     progress=exp.progress, scale=scale, backend=exp.backend)
+    fn, name = _rate_target(exp.spec)
+    th = (resolve_theory(name, metric=o.metric, theory=_opt(o.theory, dict),
+                         log_factors=_opt(o.log_factors, list), regime=_opt(o.regime, list),
+                         sided=o.sided)
+          if fn is None else _function_theory(name, o))
+    params = dict(exp.overrides) or None
+    grids = _sweep_grids(fn, name, _check_vary(o), params, th, scale)
+    if o.saturation is not None and o.rate is None:
         raise InputError("saturation needs the theorem's full bound (option rate, --rate): a "
                          "point is left out only where the bound promises no progress")
-    if fn is not None and (control or settings.saturation is not None):
+    if fn is not None and (o.control or o.saturation is not None):
         raise InputError("window validation (saturation, control) needs a registered target: "
                          "a function has no start or privacy parameters to read")
+    settings = o.fit_settings()
     sweeps, fits = [], []
     for k, values in grids.items():
         ctl = None
         if fn is None:
-            kw = dict(seeds=seeds, seed=seed, metric=metric or th.quantity, scale=scale,
-                      backend=backend, common_random_numbers=common_random_numbers,
-                      progress=progress)
-            sw = run_sweep(resolve(name), k, values, params=params,
-                           trivial=settings.saturation is not None, **kw)
-            if control:
-                ctl = run_sweep(resolve(name), k, values, params=params, pinned=control, **kw)
+            t, plan = resolve(name), dataclasses.replace(plan, metric=o.metric or th.quantity)
+            sw = run_sweep(t, k, values, params=params, plan=plan,
+                           trivial=settings.saturation is not None)
+            if o.control:
+                ctl = run_sweep(t, k, values, params=params, plan=plan, pinned=dict(o.control))
         else:
-            sw = run_function_sweep(fn, k, values, fixed=params, seeds=seeds, seed=seed,
-                                    name=name, common_random_numbers=common_random_numbers,
-                                    progress=progress)
+            sw = run_function_sweep(fn, k, values, fixed=params, plan=plan, name=name)
         sweeps.append(sw)
-        fits.append(fit_sweep(sw, th, settings, axis=axis, control=ctl, rate=rate))
-    return RatesResult(target=name, theory=th, sweeps=sweeps, fits=fits, seed=int(seed))
+        fits.append(fit_sweep(sw, th, settings, axis=o.axis, control=ctl, rate=o.rate))
+    return RatesResult(target=name, theory=th, sweeps=sweeps, fits=fits, seed=int(exp.seed))
 
 
-def _function_theory(name: str, theory: Mapping[str, float] | None,
-                     log_factors: Sequence[str] | None, regime: Sequence[str] | None,
-                     sided: str | None, metric: str | None) -> Theory:
-    if not theory:
+def _opt(value: Any, kind: Callable[[Any], Any]) -> Any:
+    """``kind(value)``, or ``None`` when ``value`` is (for dict options, also when empty)."""
+    if value is None or (kind is dict and not value):
+        return None
+    return kind(value)
+
+
+def _rate_target(spec: Any) -> tuple[Callable[..., Any] | None, str]:
+    """A user's function and its name, or ``None`` and a registered target's id."""
+    if callable(spec):
+        return spec, getattr(spec, "__name__", "function")
+    if is_registered_target(spec):
+        return None, resolve(spec).id
+    return load_callable(spec), str(spec)
+
+
+def _sweep_grids(fn: Callable[..., Any] | None, name: str, vary: Any,
+                 params: Mapping[str, Any] | None, th: Theory,
+                 scale: str) -> dict[str, list[Any]]:
+    """The grid of every swept parameter (default grids around the current values)."""
+    if fn is not None:
+        if not vary or not isinstance(vary, Mapping):
+            raise InputError("a function target needs grid values: --vary n=100,200,400")
+        return {k: list(v) for k, v in vary.items()}
+    t = resolve(name)
+    base = t.algorithm.params(t.variant.name, params, scale)
+    if vary is None:
+        vary = [k for k in th.exponents if k in base]
+        if not vary:
+            raise InputError(f"the theorem of {name} has no exponent for any of its "
+                             f"parameters; name one with --vary")
+    return _grids(vary, lambda k: base.get(k), scale)
+
+
+def _function_theory(name: str, o: RateOptions) -> Theory:
+    if not o.theory:
         raise InputError(f"{name} declares no utility theorem: give its exponents "
                          f"(--theory n=-1 or the check option theory = {{n = -1}})")
-    return Theory(quantity=metric or "function",
-                  exponents={str(k): float(v) for k, v in theory.items()},
-                  log_factors=tuple(log_factors or ()), regime=tuple(regime or ()),
-                  sided=sided or "upper", source="user")
+    return Theory(quantity=o.metric or "function",
+                  exponents={str(k): float(v) for k, v in o.theory.items()},
+                  log_factors=tuple(o.log_factors or ()), regime=tuple(o.regime or ()),
+                  sided=o.sided or "upper", source="user")
 
 
 def _grids(vary: Mapping[str, Sequence[Any]] | Sequence[str], base: Callable[[str], Any],
@@ -403,12 +407,8 @@ def _grids(vary: Mapping[str, Sequence[Any]] | Sequence[str], base: Callable[[st
 
 # The check kind ---------------------------------------------------------------------------
 
-_SETTING_KEYS = ("confidence", "tolerance", "max_width", "n_boot", "model", "floor_select",
-                 "min_points", "interval", "weighted", "saturation", "control_ratio")
-
-
 @dataclass(frozen=True)
-class RateOptions(Options):
+class RateOptions(Options, FitSettings):
     """The options of a ``rate`` check.
 
     ``vary`` (a parameter name, a list of names or a table of grids), ``values`` (the grid
@@ -417,9 +417,15 @@ class RateOptions(Options):
     ``common_random_numbers``, ``control`` (parameter overrides for a non-private control
     sweep), ``rate`` (the theorem's full multi-term bound), ``claimed_by`` (whose rate
     ``theory`` is, e.g. another paper's bound, so that a FAIL says whose claim the
-    measurements refute) and the :class:`FitSettings` fields (``saturation`` and
-    ``control_ratio`` validate the window). Seeds come from the options, else the run's
-    ``--trials``, else 20 (40 at the thorough scale).
+    measurements refute) and, inherited, the :class:`FitSettings` fields (``saturation``
+    and ``control_ratio`` validate the window). Seeds come from the options, else the
+    run's ``--trials``, else 20 (40 at the thorough scale).
+
+    Examples
+    --------
+    >>> o = RateOptions.parse({"vary": "n", "values": [100, 200, 400], "confidence": 0.9})
+    >>> o.fit_settings().confidence, o.tolerance
+    (0.9, 0.1)
     """
 
     vary: str | tuple[str, ...] | dict[str, Any] | None = None
@@ -435,17 +441,9 @@ class RateOptions(Options):
     control: dict[str, Any] | None = None
     rate: str | None = None
     claimed_by: str | None = None
-    confidence: float = 0.95
-    tolerance: float = 0.10
-    max_width: float = 0.5
-    n_boot: int = 2000
-    model: str = "auto"
-    floor_select: float = 0.20
-    min_points: int = 3
-    interval: str = "percentile"
-    weighted: bool = False
-    saturation: float | None = None
-    control_ratio: float = 10.0
+
+    def __post_init__(self) -> None:
+        """Nothing here: :meth:`validate` checks the fit settings with the other options."""
 
     def validate(self) -> None:
         self.fit_settings()
@@ -455,8 +453,9 @@ class RateOptions(Options):
                              "string")
 
     def fit_settings(self) -> FitSettings:
-        """The :class:`FitSettings` part of the options."""
-        return FitSettings(**{k: getattr(self, k) for k in _SETTING_KEYS})
+        """The :class:`FitSettings` part of the options (checked)."""
+        return FitSettings(**{f.name: getattr(self, f.name)
+                              for f in dataclasses.fields(FitSettings)})
 
 
 def _check_vary(options: RateOptions) -> Any:
@@ -586,17 +585,7 @@ def rate_claim(check: Mapping[str, Any]) -> str:
 
 def rates_of(exp: Experiment, o: RateOptions) -> RatesResult:
     """The sweep and fits of a ``rate`` check: ``o`` applied to the experiment."""
-    seeds = o.seeds or exp.trials or DEFAULT_SEEDS.get(exp.scale.value, 20)
-    return verify_rates(
-        exp.spec, _check_vary(o), params=dict(exp.overrides), seeds=int(seeds),
-        seed=exp.seed, scale=exp.scale.value, metric=o.metric,
-        theory=dict(o.theory) if o.theory else None,
-        log_factors=list(o.log_factors) if o.log_factors is not None else None,
-        regime=list(o.regime) if o.regime is not None else None, sided=o.sided,
-        settings=o.fit_settings(), axis=o.axis, backend=exp.backend,
-        common_random_numbers=o.common_random_numbers, progress=exp.progress,
-        control=dict(o.control) if o.control else None, rate=o.rate,
-    )
+    return verify_rates(exp, o)
 
 
 def curve_band(fit: RateFit) -> dict[str, list[float]]:
@@ -618,7 +607,9 @@ def curve_band(fit: RateFit) -> dict[str, list[float]]:
     >>> rng = np.random.default_rng(0)
     >>> n = 2.0 ** np.arange(7, 12)
     >>> Y = n[:, None] ** -1.0 * np.exp(0.2 * rng.standard_normal((5, 12)))
-    >>> b = curve_band(fit_rate(n, Y, theory=-1.0, parameter="n", n_boot=300, rng=1))
+    >>> fit = fit_rate(n, Y, theory=-1.0, parameter="n", settings=FitSettings(n_boot=300),
+    ...                rng=1)
+    >>> b = curve_band(fit)
     >>> lo, f, hi = (np.array(b[k]) for k in ("band_low", "fit", "band_high"))
     >>> bool(np.all((lo < f) & (f < hi))), b["log_factor"] == [1.0] * 5
     (True, True)

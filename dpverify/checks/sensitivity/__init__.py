@@ -71,14 +71,15 @@ and from pytest::
     from dpverify.checks.sensitivity import check_sensitivity
 
     def test_my_algo_sensitivity():
-        report = check_sensitivity(my_algo.clipped_gd, data=my_algo.data, relation="both")
+        report = check_sensitivity(my_algo.clipped_gd, data=my_algo.data,
+                                   settings=SearchSettings(relation="both"))
         assert report.passed, report.summary()
 
 A suite entry: ``kind = "sensitivity"``, ``target = "my_algo:clipped_gd"`` with
 ``[check.options] data = "my_algo:data"``. Options: ``neighbours``, ``relation``,
 ``search``, ``max_examples``, ``trials``, ``random_pairs``, ``data``, ``rtol``,
-``max_abs``, ``nonfinite``, ``invariance`` (the keyword arguments of
-:func:`check_sensitivity`).
+``max_abs``, ``nonfinite``, ``invariance`` (the fields of :class:`SearchSettings`, and
+the ``data`` of :func:`check_sensitivity`).
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ from dpverify.checks.sensitivity.replay import (
     InvarianceResult,
     LedgerExcess,
     PairResult,
+    Replay,
     check_invariance,
     differing_records,
     ledger_excess,
@@ -107,6 +109,7 @@ from dpverify.checks.sensitivity.search import (
     RELATION_CHOICES,
     SEARCHES,
     SearchResult,
+    SearchSettings,
     SensitivityReport,
     check_sensitivity,
     hypothesis_search,
@@ -124,28 +127,26 @@ from dpverify.core.prose import Statement, check_options, fmt, metrics_of, num
 from dpverify.execution.experiment import Experiment
 
 __all__ = [
+    "DEFAULT_MAX_ABS", "DEFAULT_MAX_EXAMPLES", "DEFAULT_RANDOM_PAIRS", "DEFAULT_RTOL",
     "GENERATORS", "USER_DEFAULTS", "InvarianceResult", "LedgerExcess", "PairResult",
-    "SearchResult", "SensitivityReport", "check_invariance", "check_sensitivity",
+    "Replay", "SearchResult", "SearchSettings", "SensitivityReport", "check_invariance",
+    "check_sensitivity",
     "differing_records", "hypothesis_search", "ledger_excess",
     "load_data", "measure_pair", "opposed_pair", "probe_hints", "resolve_target",
     "SensitivityCheck", "SensitivityOptions", "sensitivity_of", "user_target",
 ]
 
 @dataclass(frozen=True)
-class SensitivityOptions(Options):
-    """The keyword arguments of :func:`check_sensitivity`, as a suite gives them."""
+class SensitivityOptions(Options, SearchSettings):
+    """The :class:`SearchSettings` and the ``data`` of :func:`check_sensitivity`, as a
+    suite gives them (``neighbours`` may be one name; ``trials`` defaults to the run's)."""
 
     neighbours: str | tuple[str, ...] | None = None
-    relation: str = "claim"
-    search: str = "all"
-    max_examples: int = DEFAULT_MAX_EXAMPLES
     trials: int | None = None
-    random_pairs: int = DEFAULT_RANDOM_PAIRS
     data: str | None = None
-    rtol: float = DEFAULT_RTOL
-    max_abs: float = DEFAULT_MAX_ABS
-    nonfinite: bool = True
-    invariance: bool = True
+
+    def __post_init__(self) -> None:
+        """Nothing here: :meth:`validate` checks the options, the search the rest."""
 
     def validate(self) -> None:
         if self.relation not in RELATION_CHOICES:
@@ -230,9 +231,10 @@ def sensitivity_of(exp: Experiment, options: SensitivityOptions) -> SensitivityR
     >>> rep.verdict.value, rep.metrics()["query"]
     ('FAIL', 'grad_sum')
     """
-    kw = {f.name: getattr(options, f.name) for f in fields(options)}
+    kw = {f.name: getattr(options, f.name) for f in fields(SearchSettings)}
     if isinstance(kw["neighbours"], str):
         kw["neighbours"] = [kw["neighbours"]]
     kw["trials"] = exp.trial_count(options.trials, DEFAULT_TRIALS)
-    return check_sensitivity(exp.spec, exp.overrides, seed=exp.seed, scale=exp.scale.value,
-                             backend=exp.backend, **kw)
+    return check_sensitivity(exp.spec, exp.overrides, settings=SearchSettings(**kw),
+                             seed=exp.seed, scale=exp.scale.value, backend=exp.backend,
+                             data=options.data)

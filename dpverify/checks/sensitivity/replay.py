@@ -189,22 +189,43 @@ class PairResult:
                 f"{self.worst_ratio:.4g} = {self.true_difference:.4g} / {declared} at {where}")
 
 
-def measure_pair(
-    target: Target,
-    params: Mapping[str, Any],
-    problem: Problem,
-    pair: NeighbourPair,
-    *,
-    trials: int,
-    rng: np.random.SeedSequence,
-    generator: str = "",
-    rtol: float = DEFAULT_RTOL,
-    backend: str = "numpy",
-) -> PairResult:
-    """Replay ``target`` on ``pair`` and return its worst release.
+@dataclass(frozen=True)
+class Replay:
+    """What is replayed on neighbouring pairs, and how: the target with its parameters and
+    problem, the trials of each replay, their seed and the backend.
+
+    Every pair is replayed with the same seed, so pairs differ only in their records.
+
+    Examples
+    --------
+    >>> from dpverify.core.registry import resolve
+    >>> from dpverify.execution.trials import build_problem
+    >>> t = resolve("noisy_gd:sound")
+    >>> p = t.algorithm.params("sound", {"T": 3, "n": 50})
+    >>> rp = Replay(t, p, build_problem(t, p, 0), trials=2, rng=np.random.SeedSequence(1))
+    >>> rp.on(rp.problem).trials, rp.backend
+    (2, 'numpy')
+    """
+
+    target: Target
+    params: Mapping[str, Any]
+    problem: Problem
+    trials: int
+    rng: np.random.SeedSequence
+    backend: str = "numpy"
+
+    def on(self, problem: Problem) -> Replay:
+        """The same replay with another problem (a user's pair brings its own data)."""
+        return dataclasses.replace(self, problem=problem)
+
+
+def measure_pair(replay: Replay, pair: NeighbourPair, *, generator: str = "",
+                 rtol: float = DEFAULT_RTOL) -> PairResult:
+    """Replay the target on ``pair`` and return its worst release.
 
     A run that raises on the pair is recorded as a violation (its failure is itself an
-    event that differs between D and D').
+    event that differs between D and D'). ``rtol`` is the tolerance of
+    :func:`ledger_excess`; ``generator`` names the pair (default: its label).
 
     Examples
     --------
@@ -215,17 +236,18 @@ def measure_pair(
     >>> p = t.algorithm.params(t.variant.name, {"T": 3, "n": 50})
     >>> prob = build_problem(t, p, 0)
     >>> pair = canary_outlier(prob.data, np.random.default_rng(0))
-    >>> res = measure_pair(t, p, prob, pair, trials=2, rng=np.random.SeedSequence(1))
+    >>> res = measure_pair(Replay(t, p, prob, trials=2, rng=np.random.SeedSequence(1)), pair)
     >>> res.violated, res.query, res.worst_ratio > 10
     (True, 'grad_sum', True)
     """
     rec_D, rec_Dp = differing_records(pair)
     base = dict(generator=generator or pair.label, relation=pair.relation, index=pair.index,
                 record_D=rec_D, record_D_prime=rec_Dp, pair=pair)
+    rp = replay
     try:
         with np.errstate(all="ignore"):
-            _, cur = run_target(target, params, problem, trials=trials, rng=rng, pair=pair,
-                                backend=backend)
+            _, cur = run_target(rp.target, rp.params, rp.problem, trials=rp.trials, rng=rp.rng,
+                                data=pair, backend=rp.backend)
     except Exception as e:  # noqa: BLE001  (a run that fails on a pair is a finding)
         return PairResult(**base, worst_ratio=np.inf, declared=None, true_difference=np.nan,
                           release=None, query=None, step=None, trial=None, violations=0,
@@ -326,24 +348,15 @@ def _swapped(pair: NeighbourPair) -> NeighbourPair:
     return NeighbourPair(pair.D_prime, pair.D, pair.relation, pair.index, pair.label)
 
 
-def check_invariance(
-    target: Target,
-    params: Mapping[str, Any],
-    problem: Problem,
-    pair: NeighbourPair,
-    *,
-    trials: int,
-    rng: np.random.SeedSequence,
-    generator: str = "",
-    backend: str = "numpy",
-    n_public: int | None = None,
-) -> InvarianceResult:
+def check_invariance(replay: Replay, pair: NeighbourPair, *, generator: str = "",
+                     n_public: int | None = None) -> InvarianceResult:
     """Run in D's world, then in D''s world fed D's released answers; compare the rest.
 
     Both runs use the same seed and the same record slots (add/remove leaves the missing
     record's slot empty), so their batches are drawn identically; each run's ``problem``
     carries its own world's data, so an algorithm that reads ``problem.data`` instead of
-    asking the curator shows up here.
+    asking the curator shows up here. ``n_public`` is the public record count (default:
+    the problem's).
 
     Examples
     --------
@@ -354,16 +367,18 @@ def check_invariance(
     >>> p = t.algorithm.params("sound", {"T": 3, "n": 60})
     >>> prob = build_problem(t, p, 0)
     >>> pair = canary_outlier(prob.data, np.random.default_rng(0))
-    >>> check_invariance(t, p, prob, pair, trials=2, rng=np.random.SeedSequence(1)).ok
+    >>> rp = Replay(t, p, prob, trials=2, rng=np.random.SeedSequence(1))
+    >>> check_invariance(rp, pair).ok
     True
     """
     gen = generator or pair.label
+    target, params, problem = replay.target, replay.params, replay.problem
     n_pub = int(n_public if n_public is not None else problem.data.n)
     runs = []
     try:
         for world, forced in ((pair, None), (_swapped(pair), "A")):
-            cur = _CoupledCurator.replay(world, trials=trials, rng=rng, backend=backend,
-                                         n_public=n_pub)
+            cur = _CoupledCurator.replay(world, trials=replay.trials, rng=replay.rng,
+                                         backend=replay.backend, n_public=n_pub)
             if forced is not None:
                 cur.forced = runs[0][1].answers
             # Each world's setting is built from its own records, as a run on it would be.

@@ -23,6 +23,7 @@ from dpverify.checks.sensitivity.replay import (
     DEFAULT_RTOL,
     InvarianceResult,
     PairResult,
+    Replay,
     check_invariance,
     measure_pair,
 )
@@ -171,29 +172,11 @@ def hypothesis_search(
     [6.0, 0.0]
     """
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-    from hypothesis import strategies as st
     from hypothesis import target as hyp_target
     from hypothesis.errors import Flaky
-    from hypothesis.extra import numpy as hnp
 
     check_relation(relation)
-    finite = st.floats(-max_abs, max_abs, allow_nan=False, allow_infinity=False)
-    # A zero fill makes the array strategy draw the nonzero coordinates one by one, so
-    # shrinking deletes coordinates: a violation one large coordinate can carry shrinks to
-    # that one coordinate.
-    features = hnp.arrays(np.float64, base.d, elements=finite, fill=st.just(0.0))
-    if nonfinite:
-        # One record in four may hold NaN or inf; the others explore finite space. one_of
-        # shrinks to its first branch, so a finite counterexample is preferred when one exists.
-        mixed = hnp.arrays(np.float64, base.d, fill=st.just(0.0), elements=st.one_of(
-            finite, st.sampled_from([math.nan, math.inf, -math.inf])))
-        features = st.one_of(features, features, features, mixed)
-    record = st.tuples(features, _label_strategy(base))
-    if relation == "add_remove":
-        strategy = st.tuples(st.integers(0, base.n), record, st.none())
-    else:
-        strategy = st.tuples(st.integers(0, base.n - 1), record, st.none() | record)
-
+    strategy = _pair_strategy(base, relation, max_abs, nonfinite)
     state: dict[str, Any] = {"examples": 0, "minimal": None, "best": None}
 
     def make(drawn: tuple) -> NeighbourPair:
@@ -226,6 +209,28 @@ def hypothesis_search(
     except (_Violation, Flaky):
         pass
     return SearchResult(relation, state["examples"], state["minimal"], state["best"])
+
+
+def _pair_strategy(base: Dataset, relation: str, max_abs: float, nonfinite: bool) -> Any:
+    """What the search draws: (position, record, the record replaced in D or ``None``)."""
+    from hypothesis import strategies as st
+    from hypothesis.extra import numpy as hnp
+
+    finite = st.floats(-max_abs, max_abs, allow_nan=False, allow_infinity=False)
+    # A zero fill makes the array strategy draw the nonzero coordinates one by one, so
+    # shrinking deletes coordinates: a violation one large coordinate can carry shrinks to
+    # that one coordinate.
+    features = hnp.arrays(np.float64, base.d, elements=finite, fill=st.just(0.0))
+    if nonfinite:
+        # One record in four may hold NaN or inf; the others explore finite space. one_of
+        # shrinks to its first branch, so a finite counterexample is preferred when one exists.
+        mixed = hnp.arrays(np.float64, base.d, fill=st.just(0.0), elements=st.one_of(
+            finite, st.sampled_from([math.nan, math.inf, -math.inf])))
+        features = st.one_of(features, features, features, mixed)
+    record = st.tuples(features, _label_strategy(base))
+    if relation == "add_remove":
+        return st.tuples(st.integers(0, base.n), record, st.none())
+    return st.tuples(st.integers(0, base.n - 1), record, st.none() | record)
 
 
 # The report -------------------------------------------------------------------------------
@@ -369,35 +374,12 @@ def _relations(relation: str, target: Target, params: Mapping[str, Any], scale: 
     return [relation]
 
 
-def check_sensitivity(
-    target: str | Callable[..., Any],
-    params: Mapping[str, Any] | None = None,
-    *,
-    neighbours: Sequence[str] | None = None,
-    relation: str = "claim",
-    search: str = "all",
-    max_examples: int = DEFAULT_MAX_EXAMPLES,
-    trials: int = DEFAULT_TRIALS,
-    random_pairs: int = DEFAULT_RANDOM_PAIRS,
-    seed: int = 0,
-    scale: str = "quick",
-    backend: str = "numpy",
-    data: DataSpec = None,
-    rtol: float = DEFAULT_RTOL,
-    max_abs: float = DEFAULT_MAX_ABS,
-    nonfinite: bool = True,
-    invariance: bool = True,
-) -> SensitivityReport:
-    """Check that every release of ``target`` moves no more than its declared sensitivity.
+@dataclass(frozen=True)
+class SearchSettings:
+    """Which pairs :func:`check_sensitivity` tries, under which relations, and how hard.
 
     Parameters
     ----------
-    target
-        A registered ``name[:variant]``, a user's ``module:function`` (a ``.py`` path works
-        too) or a callable ``algo(cur, setting, params) -> output``.
-    params
-        Parameter overrides. A user's algorithm receives them merged with ``n``, ``d``
-        (the size of the synthetic data), ``relation``, ``epsilon`` and ``delta``.
     neighbours
         Canary generators (default: every one of :data:`GENERATORS`) or ``module:function``
         returning ``(D, D_prime)``.
@@ -413,11 +395,6 @@ def check_sensitivity(
         Trials per replay: independent noise, hence different trajectories, per pair.
     random_pairs
         Random pairs (:func:`dpverify.core.data.random_pair`) per relation.
-    seed
-        Root seed (data, noise, canaries).
-    data
-        The user's data: ``module:function`` or a callable returning ``(X, y)``, or the
-        data themselves; default synthetic (registered targets: their own test problem).
     rtol
         Tolerance on the ratio, and on rounding relative to the answers' magnitude.
     max_abs
@@ -426,6 +403,73 @@ def check_sensitivity(
         Whether the hypothesis search also draws NaN and inf coordinates.
     invariance
         Whether to run the taint test on each canary pair.
+
+    Examples
+    --------
+    >>> SearchSettings(search="canaries", neighbours=("outlier",)).neighbours
+    ['outlier']
+    >>> SearchSettings(trials=0)
+    Traceback (most recent call last):
+    ...
+    dpverify.core.errors.InputError: trials must be a finite number > 0, got 0
+    """
+
+    neighbours: Sequence[str] | None = None
+    relation: str = "claim"
+    search: str = "all"
+    max_examples: int = DEFAULT_MAX_EXAMPLES
+    trials: int = DEFAULT_TRIALS
+    random_pairs: int = DEFAULT_RANDOM_PAIRS
+    rtol: float = DEFAULT_RTOL
+    max_abs: float = DEFAULT_MAX_ABS
+    nonfinite: bool = True
+    invariance: bool = True
+
+    def __post_init__(self) -> None:
+        if self.search not in SEARCHES:
+            raise InputError(f"search must be one of {SEARCHES}, got {self.search!r}")
+        trials = int(check_positive(self.trials, "trials", integer=True))
+        max_examples = int(check_positive(self.max_examples, "max_examples", integer=True))
+        if int(self.random_pairs) != self.random_pairs or self.random_pairs < 0:
+            raise InputError(f"random_pairs must be an integer >= 0, got "
+                             f"{self.random_pairs!r}")
+        check_positive(self.rtol, "rtol")
+        check_positive(self.max_abs, "max_abs")
+        for name, value in (("trials", trials), ("max_examples", max_examples),
+                            ("random_pairs", int(self.random_pairs)),
+                            ("neighbours", validate_neighbours(self.neighbours))):
+            object.__setattr__(self, name, value)
+
+
+def check_sensitivity(
+    target: str | Callable[..., Any],
+    params: Mapping[str, Any] | None = None,
+    *,
+    settings: SearchSettings | None = None,
+    seed: int = 0,
+    scale: str = "quick",
+    backend: str = "numpy",
+    data: DataSpec = None,
+) -> SensitivityReport:
+    """Check that every release of ``target`` moves no more than its declared sensitivity.
+
+    Parameters
+    ----------
+    target
+        A registered ``name[:variant]``, a user's ``module:function`` (a ``.py`` path works
+        too) or a callable ``algo(cur, setting, params) -> output``.
+    params
+        Parameter overrides. A user's algorithm receives them merged with ``n``, ``d``
+        (the size of the synthetic data), ``relation``, ``epsilon`` and ``delta``.
+    settings
+        Which pairs to try, under which relations, and how hard (:class:`SearchSettings`;
+        default: every canary, random pairs and the hypothesis search under the claimed
+        relation).
+    seed
+        Root seed (data, noise, canaries).
+    data
+        The user's data: ``module:function`` or a callable returning ``(X, y)``, or the
+        data themselves; default synthetic (registered targets: their own test problem).
 
     Returns
     -------
@@ -436,35 +480,23 @@ def check_sensitivity(
 
     Examples
     --------
+    >>> only_outlier = SearchSettings(search="canaries", neighbours=["outlier"],
+    ...                               random_pairs=0)
     >>> rep = check_sensitivity("noisy_gd:planted_no_clip", {"T": 3, "n": 50},
-    ...                         search="canaries", neighbours=["outlier"], random_pairs=0)
+    ...                         settings=only_outlier)
     >>> rep.verdict.value, rep.worst.generator, rep.worst.query
     ('FAIL', 'outlier', 'grad_sum')
-    >>> check_sensitivity("noisy_gd:sound", {"T": 3, "n": 50}, search="canaries").passed
+    >>> check_sensitivity("noisy_gd:sound", {"T": 3, "n": 50},
+    ...                   settings=SearchSettings(search="canaries")).passed
     True
     """
-    if search not in SEARCHES:
-        raise InputError(f"search must be one of {SEARCHES}, got {search!r}")
-    trials = int(check_positive(trials, "trials", integer=True))
-    max_examples = int(check_positive(max_examples, "max_examples", integer=True))
-    if int(random_pairs) != random_pairs or random_pairs < 0:
-        raise InputError(f"random_pairs must be an integer >= 0, got {random_pairs!r}")
-    check_positive(rtol, "rtol")
-    check_positive(max_abs, "max_abs")
-    gens = validate_neighbours(neighbours)
+    how = settings or SearchSettings()
     params = dict(params or {})
     dataset = load_data(data)
     tgt, user = resolve_target(target, params, dataset)
     label = target if isinstance(target, str) else tgt.algorithm.name
-    relations = _relations(relation, tgt, params, scale)
-
-    for spec in gens:
-        if spec not in GENERATORS:  # a user's pair has its own relation: check it is wanted
-            own = build_pair(spec, Dataset(np.zeros((2, 1)), np.zeros(2)),
-                             np.random.default_rng(0), relations[0]).relation
-            if own not in relations:
-                raise InputError(f"neighbour pair {spec} is {own}, but only "
-                                 f"{', '.join(relations)} is checked (use --relation)")
+    relations = _relations(how.relation, tgt, params, scale)
+    _check_user_pairs(how.neighbours, relations)
     root = seed_streams(seed, 4)
     report = SensitivityReport(target=str(label), relations=relations, verdict=Verdict.PASS,
                                message="", params={})
@@ -475,31 +507,37 @@ def check_sensitivity(
         world = _World(rel, tgt, p, problem, root[1])
         worlds.append(world)
         report.params[rel] = p
-        _run_relation(world, report, gens=gens, search=search, max_examples=max_examples,
-                      trials=trials, random_pairs=int(random_pairs), pair_seed=root[2],
-                      backend=backend, rtol=rtol, max_abs=max_abs, nonfinite=nonfinite,
-                      invariance=invariance)
-    _conclude(report, worlds, trials=trials, backend=backend, rtol=rtol)
+        _run_relation(world, report, how, pair_seed=root[2], backend=backend)
+    _conclude(report, worlds, trials=how.trials, backend=backend, rtol=how.rtol)
     return report
 
 
-def _run_relation(world: _World, report: SensitivityReport, *, gens: list[str], search: str,
-                  max_examples: int, trials: int, random_pairs: int,
-                  pair_seed: np.random.SeedSequence, backend: str, rtol: float,
-                  max_abs: float, nonfinite: bool, invariance: bool) -> None:
+def _check_user_pairs(gens: Sequence[str], relations: list[str]) -> None:
+    """A user's pair has its own relation: check it is one of those checked."""
+    for spec in gens:
+        if spec not in GENERATORS:
+            own = build_pair(spec, Dataset(np.zeros((2, 1)), np.zeros(2)),
+                             np.random.default_rng(0), relations[0]).relation
+            if own not in relations:
+                raise InputError(f"neighbour pair {spec} is {own}, but only "
+                                 f"{', '.join(relations)} is checked (use --relation)")
+
+
+def _run_relation(world: _World, report: SensitivityReport, how: SearchSettings, *,
+                  pair_seed: np.random.SeedSequence, backend: str) -> None:
     t, p, problem, rel = world.target, world.params, world.problem, world.relation
     # A plain run first: an algorithm that fails on its own data is the user's to fix.
     with np.errstate(all="ignore"):
         run_target(t, p, problem, trials=1, rng=world.trial_seed, backend=backend)
+    replay = Replay(t, p, problem, how.trials, world.trial_seed, backend)
 
     def evaluate(pair: NeighbourPair, generator: str = "", prob: Problem = problem
                  ) -> PairResult:
-        return measure_pair(t, p, prob, pair, trials=trials, rng=world.trial_seed,
-                            generator=generator, rtol=rtol, backend=backend)
+        return measure_pair(replay.on(prob), pair, generator=generator, rtol=how.rtol)
 
     base = problem.data
-    if search in ("canaries", "all"):
-        for g in gens:
+    if how.search in ("canaries", "all"):
+        for g in how.neighbours:
             pair = build_pair(g, base, np.random.default_rng(_child(pair_seed, _key(rel),
                                                                     _key(g))), rel)
             if pair.relation != rel:
@@ -507,17 +545,16 @@ def _run_relation(world: _World, report: SensitivityReport, *, gens: list[str], 
             # A user's pair brings its own data (and so its own public n).
             prob = problem if g in GENERATORS else with_data(problem, pair.D)
             report.pairs.append(evaluate(pair, g, prob))
-            if invariance:
+            if how.invariance:
                 report.invariance.append(check_invariance(
-                    t, p, prob, pair, trials=trials, rng=world.trial_seed, generator=g,
-                    backend=backend, n_public=prob.data.n))
-        for j in range(random_pairs):
+                    replay.on(prob), pair, generator=g, n_public=prob.data.n))
+        for j in range(how.random_pairs):
             rng = np.random.default_rng(_child(pair_seed, _key(rel), _key("random"), j))
             report.pairs.append(evaluate(PAIR_GENERATORS["random"](base, rng, rel),
                                          f"random#{j}"))
-    if search in ("hypothesis", "all"):
-        res = hypothesis_search(evaluate, base, rel, max_examples=max_examples,
-                                max_abs=max_abs, nonfinite=nonfinite)
+    if how.search in ("hypothesis", "all"):
+        res = hypothesis_search(evaluate, base, rel, max_examples=how.max_examples,
+                                max_abs=how.max_abs, nonfinite=how.nonfinite)
         report.searches.append(res)
         found = res.minimal if res.minimal is not None else res.best
         if found is not None:
@@ -581,8 +618,10 @@ def probe_hints(world: _World, violated: Sequence[PairResult], *, trials: int,
 
     Examples
     --------
+    >>> only_nonfinite = SearchSettings(search="canaries", neighbours=["nonfinite"],
+    ...                                 random_pairs=0)
     >>> rep = check_sensitivity("noisy_gd:planted_nan_passes", {"T": 3, "n": 50},
-    ...                         search="canaries", neighbours=["nonfinite"], random_pairs=0)
+    ...                         settings=only_nonfinite)
     >>> "NaN" in rep.hints[0]
     True
     """
@@ -651,7 +690,7 @@ def _count_probe(world: _World, *, trials: int, backend: str) -> list[str]:
     try:
         with np.errstate(all="ignore"):
             _, cur = run_target(world.target, world.params, world.problem, trials=trials,
-                                rng=world.trial_seed, pair=pair, backend=backend)
+                                rng=world.trial_seed, data=pair, backend=backend)
     except Exception:  # noqa: BLE001  (a probe that cannot run gives no hint)
         return []
     for rec in cur.ledger.records:
@@ -696,8 +735,9 @@ def _growth_probe(world: _World, worst: PairResult, *, trials: int, backend: str
                               "replace_one", i)
     if not np.all(np.isfinite(x)) or not np.any(x):
         return []
-    res = measure_pair(world.target, world.params, world.problem, grown, trials=trials,
-                       rng=world.trial_seed, rtol=rtol, backend=backend)
+    replay = Replay(world.target, world.params, world.problem, trials, world.trial_seed,
+                    backend)
+    res = measure_pair(replay, grown, rtol=rtol)
     if res.error is None and math.isfinite(res.worst_ratio) and \
             res.worst_ratio > 5.0 * worst.worst_ratio:
         return [f"scaling the differing record by 10 raises the ratio from "
