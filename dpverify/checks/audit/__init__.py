@@ -31,6 +31,7 @@ from dpverify.checks.audit.check import AuditCheck, AuditOptions, audit, audit_e
 from dpverify.checks.audit.distinguishers import DISTINGUISHERS, resolve_distinguishers
 from dpverify.checks.audit.onerun import (
     OneRunOptions,
+    SteinkeOneRun,
     audit_onerun,
     epsilon_one_run,
     one_run_bound,
@@ -86,6 +87,7 @@ __all__ = [
     "SampledGaussian",
     "ScoreAudit",
     "Split",
+    "SteinkeOneRun",
     "TargetOptions",
     "WhiteBoxOptions",
     "epsilon_lower_of",

@@ -28,7 +28,7 @@ import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats as sstats
@@ -143,6 +143,35 @@ def one_run_bound(
         rows.append({"r": r, "v": v, "epsilon": epsilon_one_run(m, r, v, delta, a)})
     best = max(rows, key=lambda row: row["epsilon"])
     return {**best, "m": m, "alpha_each": a, "by_guesses": rows}
+
+
+@dataclass(frozen=True)
+class SteinkeOneRun:
+    """The one-run statistic: correct guesses among the r most confident canaries.
+
+    Steinke, Nasr, Jagielski 2023, Theorem 5.2 and Appendix D (:func:`one_run_bound`),
+    Bonferroni over the numbers of ``guesses``. It is not a counts statistic of
+    :mod:`dpverify.stats.score_audit`: its evidence is the joint ranking of all m canaries
+    of one run, guessed "in" at the top and "out" at the bottom, not an event's rate in
+    two worlds of independent runs.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> inc = rng.random(2000) < 0.5
+    >>> SteinkeOneRun().bound(rng.normal(3.0 * inc, 1.0), inc, delta=1e-5,
+    ...                       alpha=0.05)["epsilon"] > 2.0
+    True
+    """
+
+    guesses: tuple[int, ...] | None = None
+    name: ClassVar[str] = "steinke"
+    citation: ClassVar[str] = "Steinke, Nasr, Jagielski 2023 (Theorem 5.2)"
+
+    def bound(self, scores: np.ndarray, included: np.ndarray, *, delta: float,
+              alpha: float) -> dict[str, Any]:
+        return one_run_bound(scores, included, delta=delta, alpha=alpha,
+                             guesses=self.guesses)
 
 
 def _canaries(m: int, base: Dataset, rng: np.random.Generator, norm: float
@@ -326,7 +355,8 @@ def audit_onerun(target: str, options: OneRunOptions | None = None) -> AuditResu
     data = Dataset(np.vstack([base.X, Xc[included]]), np.concatenate([base.y, yc[included]]))
     sc, eps_acc, acc_note, scores = _scores(setup, data, (Xc, yc), scores, o.seed,
                                             o.scores == "releases")
-    res = one_run_bound(sc, included, delta=setup.delta, alpha=o.alpha, guesses=o.guesses)
+    statistic = SteinkeOneRun(None if o.guesses is None else tuple(o.guesses))
+    res = statistic.bound(sc, included, delta=setup.delta, alpha=o.alpha)
     details = {
         "canaries": m, "included": int(included.sum()), "guesses": res["r"],
         "correct": res["v"], "scores": scores, "dimension": base.d, "canary_norm": norm,
@@ -337,7 +367,7 @@ def audit_onerun(target: str, options: OneRunOptions | None = None) -> AuditResu
     if base.d < m:
         evidence["note"] = f"canaries overlap (d={base.d} < m={m}): still valid, but weaker"
     out = AuditResult(setup.name, "onerun", float(res["epsilon"]), setup.epsilon_claimed,
-                      eps_acc, setup.delta, o.confidence, 1, "steinke", details, evidence)
+                      eps_acc, setup.delta, o.confidence, 1, statistic.name, details, evidence)
     if o.detect_probability is None:
         return out
     return out.with_power(one_run_power(m, o.guesses, alpha=o.alpha, delta=setup.delta,
