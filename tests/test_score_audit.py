@@ -83,13 +83,13 @@ def test_a_new_statistic_is_one_class_for_white_box_audits() -> None:
 
 
 def test_a_new_statistic_is_one_class_for_membership_inference() -> None:
-    def run(bound: object):  # type: ignore[no-untyped-def]
+    def run(**bound: object):  # type: ignore[no-untyped-def]
         return membership_inference("dp_sgd:planted_no_clip", MembershipOptions(
             trials=600, attack="loss", records="outlier", pool=4, design="single",
-            params={"n": 100, "T": 10, "q": 1.0}, accountant=False, bound=bound,
-            detect_probability=None))
+            params={"n": 100, "T": 10, "q": 1.0}, accountant=False,
+            detect_probability=None, **bound))
 
-    strict, plain, default = run(STRICT), run(PLAIN), run(ClopperPearson())
+    strict, plain, default = run(bound=STRICT), run(bound=PLAIN), run()
     assert strict.evidence["roc_test"]["statistic"] == "strict_clopper_pearson"
     assert plain.epsilon_lower == default.epsilon_lower
     assert 0.0 < strict.epsilon_lower < plain.epsilon_lower
