@@ -165,3 +165,18 @@ def test_statistics_agree_with_their_formulas() -> None:
     assert eps == pytest.approx(ab.epsilon_from_gdp(mu, 1e-5))
     with pytest.raises(InputError, match="one orientation"):
         Conditional().bound(Counts(1, 2, 1, 2), delta=0.0, alpha=0.05)
+
+
+def test_suite_options_name_fields_of_the_options_objects() -> None:
+    """A suite's option tables and the audits' options objects share one set of names:
+    every suite key of a mode is a field of that mode's options object."""
+    from dataclasses import fields
+
+    from dpverify.checks.audit.check import _SCHEDULE, AuditOptions
+    from dpverify.checks.mia.check import MiaOptions
+
+    objects = {f.name for kind in (BlackBoxOptions, WhiteBoxOptions, OneRunOptions)
+               for f in fields(kind)}
+    suite = {f.name for f in fields(AuditOptions)} - {"mode", "sequential", *_SCHEDULE}
+    assert suite <= objects
+    assert {f.name for f in fields(MiaOptions)} <= {f.name for f in fields(MembershipOptions)}
