@@ -41,7 +41,14 @@ from typing import Any
 import numpy as np
 
 from dpverify.accounting.accountant import calibrate_gaussian
-from dpverify.checks.audit import AuditResult, audit_blackbox, audit_whitebox, clopper_pearson
+from dpverify.checks.audit import (
+    AuditResult,
+    BlackBoxOptions,
+    WhiteBoxOptions,
+    audit_blackbox,
+    audit_whitebox,
+    clopper_pearson,
+)
 from dpverify.checks.base import RunContext
 from dpverify.cli.suites import load_suite, run_suites
 
@@ -125,9 +132,9 @@ def null_rate(seeds: int, alpha: float) -> dict[str, Any]:
     fails = 0
     t0 = time.perf_counter()
     for s in range(seeds):
-        r = audit_blackbox("laplace_mechanism:sound", trials=2000, seed=10_000 + s,
+        r = audit_blackbox("laplace_mechanism:sound", BlackBoxOptions(trials=2000, seed=10_000 + s,
                            confidence=1 - alpha, distinguisher="projection",
-                           accountant=False)
+                           accountant=False))
         fails += r.verdict.value == "FAIL"
     lo, hi = clopper_pearson(fails, seeds, 0.05, "two")
     return {"seeds": seeds, "alpha": alpha, "false_violations": fails,
@@ -154,19 +161,20 @@ def main(argv: list[str] | None = None) -> int:
     }
     report["targets"].append(run_target(
         "gaussian eps=1 delta=1e-5 (black-box, GDP, projection)", seeds,
-        lambda s: audit_blackbox("gaussian_mechanism:sound", trials=g_trials, seed=s,
-                                 distinguisher="projection", bound="gdp", block_size=8192),
+        lambda s: audit_blackbox("gaussian_mechanism:sound", BlackBoxOptions(
+            trials=g_trials, seed=s, distinguisher="projection", bound="gdp",
+            block_size=8192)),
         2 * g_trials, baseline_gaussian, "claimed", 0.9))
     report["targets"].append(run_target(
         "laplace eps=0.1 (black-box, CP, projection)", seeds,
-        lambda s: audit_blackbox("laplace_mechanism:sound", params={"epsilon": 0.1},
+        lambda s: audit_blackbox("laplace_mechanism:sound", BlackBoxOptions(params={"epsilon": 0.1},
                                  trials=l_trials, seed=s, distinguisher="projection",
-                                 block_size=8192),
+                                 block_size=8192)),
         2 * l_trials, baseline_laplace, "claimed", 0.95))
     report["targets"].append(run_target(
         "noisy GD linear canary (white-box, GDP)", seeds,
-        lambda s: audit_whitebox("noisy_gd:sound", params={"loss": "linear"},
-                                 trials=w_trials, seed=s),
+        lambda s: audit_whitebox("noisy_gd:sound", WhiteBoxOptions(params={"loss": "linear"},
+                                 trials=w_trials, seed=s)),
         2 * w_trials, None, "accountant", 0.9))
     report["planted"] = suite_results(ROOT / "suites" / "planted.toml", 0)
     report["null"] = suite_results(ROOT / "suites" / "null.toml", 0)

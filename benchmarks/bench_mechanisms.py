@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from algorithms.catalogue import CATALOGUE
-from dpverify.checks.audit import audit_blackbox, clopper_pearson
+from dpverify.checks.audit import BlackBoxOptions, audit_blackbox, clopper_pearson
 
 # DP-Sniper's published epsilon_lcb (confidence 0.9) and seconds (search + final estimate),
 # eval_sp2021/reference-results/{dd_search_reg,floating_point,floating_fixed}_data.log.
@@ -72,8 +72,8 @@ def baseline(name: str, runs: int) -> float:
 
 
 def table_row(name: str, trials: int, seed: int) -> dict[str, Any]:
-    r, wall, cpu = timed(lambda: audit_blackbox(f"algorithms.catalogue:{name}", trials=trials,
-                                                seed=seed, confidence=0.9, accountant=False))
+    r, wall, cpu = timed(lambda: audit_blackbox(f"algorithms.catalogue:{name}", BlackBoxOptions(
+        trials=trials, seed=seed, confidence=0.9, accountant=False)))
     decl = CATALOGUE[name].dpverify_declaration
     bug = decl.epsilon_true is not None and decl.epsilon_true > decl.epsilon
     sniper, sniper_s = DPSNIPER[name]
@@ -109,8 +109,8 @@ def efficiency(seeds: int, sizes: list[int]) -> list[dict[str, Any]]:
         vals, walls = [], []
         for s in range(seeds):
             r, wall, _ = timed(lambda s=s, n=n: audit_blackbox(
-                "gaussian_mechanism:sound", trials=n, seed=s, accountant=False,
-                block_size=1 << 16))
+                "gaussian_mechanism:sound", BlackBoxOptions(trials=n, seed=s, accountant=False,
+                block_size=1 << 16)))
             vals.append(r.epsilon_lower / r.epsilon_claimed)
             walls.append(wall)
         ref = EFFICIENCY_REFERENCE.get(n)
@@ -129,8 +129,8 @@ def null_rate(seeds: int, alpha: float, trials: int) -> dict[str, Any]:
     fails = 0
     t0 = time.perf_counter()
     for s in range(seeds):
-        r = audit_blackbox("algorithms.catalogue:laplace", trials=trials, seed=10_000 + s,
-                           confidence=1 - alpha, accountant=False)
+        r = audit_blackbox("algorithms.catalogue:laplace", BlackBoxOptions(
+            trials=trials, seed=10_000 + s, confidence=1 - alpha, accountant=False))
         fails += r.verdict.value == "FAIL"
     lo, hi = clopper_pearson(fails, seeds, 0.05, "two")
     out = {"seeds": seeds, "alpha": alpha, "trials": trials, "false_violations": fails,

@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     import dpverify.torch as dpt
-    from dpverify.checks.audit import audit_whitebox
+    from dpverify.checks.audit import WhiteBoxOptions, audit_whitebox
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trials", type=int, default=1000)
@@ -105,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
               "delta": DELTA}
     if args.reference_loss:
         params["loss"] = args.reference_loss
-    res, wall, cpu = timed(lambda: audit_whitebox("dp_sgd:sound", trials=args.trials,
-                                             params=params))
+    res, wall, cpu = timed(lambda: audit_whitebox("dp_sgd:sound", WhiteBoxOptions(
+        trials=args.trials, params=params)))
     rows.append(row("dp_sgd:sound (curator)", res, wall, cpu))
     if args.runs:
         res, wall, cpu = timed(lambda: dpt.whitebox(train, pair, (1.0, DELTA), dpt.WhiteboxPlan(

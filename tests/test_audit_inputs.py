@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpverify.checks.audit import audit_blackbox
+from dpverify.checks.audit import BlackBoxOptions, audit_blackbox
 from dpverify.checks.audit.targets import check_independent_rows
 from dpverify.cli.app import main
 from dpverify.core.data import Dataset, check_finite
@@ -91,15 +91,17 @@ def test_bad_input_is_exit_2_with_nothing_written(mod: str, capsys, target: str,
 
 
 def test_discrete_outputs_repeat_legitimately(mod: str) -> None:
-    r = audit_blackbox(f"{mod}:rr", neighbours=f"{mod}:pair", epsilon=1.2, delta=1e-5,
-                       trials=4000, accountant=False, detect_probability=None)
+    r = audit_blackbox(f"{mod}:rr", BlackBoxOptions(
+        neighbours=f"{mod}:pair", epsilon=1.2, delta=1e-5,
+        trials=4000, accountant=False, detect_probability=None))
     assert r.verdict.value == "PASS"
 
 
 def test_the_deliberate_nonfinite_canary_is_evidence_not_bad_input(mod: str) -> None:
     """A callable fed the built-in nonfinite record may return NaN: that is the finding."""
-    r = audit_blackbox(f"{mod}:unguarded", neighbours="nonfinite", epsilon=1.0, delta=1e-5,
-                       trials=2000, accountant=False, detect_probability=None)
+    r = audit_blackbox(f"{mod}:unguarded", BlackBoxOptions(
+        neighbours="nonfinite", epsilon=1.0, delta=1e-5,
+        trials=2000, accountant=False, detect_probability=None))
     assert r.verdict.value == "FAIL"
 
 

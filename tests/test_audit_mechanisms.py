@@ -62,9 +62,10 @@ def test_reused_noise_cancels_in_the_difference() -> None:
 ])
 def test_snapping_erases_the_float_artefacts(target: str, expected: str) -> None:
     """The textbook float64 q + sigma Z leaks q through its last bits; snapped, it does not."""
-    from dpverify.checks.audit import audit_blackbox
+    from dpverify.checks.audit import BlackBoxOptions, audit_blackbox
 
-    r = audit_blackbox(target, trials=20000, distinguisher="lowbits", accountant=False)
+    r = audit_blackbox(target, BlackBoxOptions(
+        trials=20000, distinguisher="lowbits", accountant=False))
     assert r.verdict.value == expected
 
 

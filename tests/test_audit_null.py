@@ -18,7 +18,13 @@ from collections.abc import Callable
 import pytest
 from scipy import stats as sstats
 
-from dpverify.checks.audit import AuditResult, audit_blackbox, audit_whitebox
+from dpverify.checks.audit import (
+    AuditResult,
+    BlackBoxOptions,
+    WhiteBoxOptions,
+    audit_blackbox,
+    audit_whitebox,
+)
 
 SEEDS = 200
 ALPHA = 0.2
@@ -39,9 +45,9 @@ def limit(n: int) -> int:
 def test_laplace_cp_false_violation_rate() -> None:
     """Black-box, Clopper-Pearson bound, Laplace mechanism at its claimed epsilon = 1."""
     def run(seed: int) -> AuditResult:
-        return audit_blackbox("laplace_mechanism:sound", trials=1000, seed=seed,
+        return audit_blackbox("laplace_mechanism:sound", BlackBoxOptions(trials=1000, seed=seed,
                               confidence=1 - ALPHA, distinguisher="projection",
-                              accountant=False)
+                              accountant=False))
 
     assert false_violations(run, range(SEEDS)) <= limit(SEEDS)
 
@@ -57,17 +63,19 @@ def test_gdp_and_selection_false_violation_rate() -> None:
     def run(seed: int) -> AuditResult:
         kind = seed % 3
         if kind == 0:
-            return audit_blackbox("gaussian_mechanism:sound", trials=1000, seed=seed,
-                                  confidence=1 - ALPHA, distinguisher="projection",
-                                  bound="gdp", accountant=False)
+            return audit_blackbox("gaussian_mechanism:sound", BlackBoxOptions(
+                trials=1000, seed=seed,
+                confidence=1 - ALPHA, distinguisher="projection",
+                bound="gdp", accountant=False))
         if kind == 1:
-            return audit_whitebox("noisy_gd:sound", trials=100, seed=seed,
+            return audit_whitebox("noisy_gd:sound", WhiteBoxOptions(trials=100, seed=seed,
                                   confidence=1 - ALPHA, accountant=False,
-                                  params={"loss": "linear", "n": 20, "d": 2, "T": 3})
-        return audit_blackbox("gaussian_mechanism:null_constant", trials=300, seed=seed,
-                              confidence=1 - ALPHA, accountant=False,
-                              distinguisher="projection,norm,lda,laplace_lr,histogram",
-                              neighbours="fresh_direction,outlier")
+                                  params={"loss": "linear", "n": 20, "d": 2, "T": 3}))
+        return audit_blackbox("gaussian_mechanism:null_constant", BlackBoxOptions(
+            trials=300, seed=seed,
+            confidence=1 - ALPHA, accountant=False,
+            distinguisher="projection,norm,lda,laplace_lr,histogram",
+            neighbours="fresh_direction,outlier"))
 
     assert false_violations(run, range(SEEDS)) <= limit(SEEDS)
 
@@ -88,15 +96,17 @@ def test_pair_search_and_tight_pure_nulls_false_violation_rate() -> None:
     def run(seed: int) -> AuditResult:
         kind = seed % 3
         if kind == 0:
-            return audit_blackbox("algorithms.catalogue:laplace", trials=1000, seed=seed,
-                                  confidence=1 - ALPHA,
-                                  distinguisher="projection,histogram,lowbits")
+            return audit_blackbox("algorithms.catalogue:laplace", BlackBoxOptions(
+                trials=1000, seed=seed,
+                confidence=1 - ALPHA,
+                distinguisher="projection,histogram,lowbits"))
         if kind == 1:
-            return audit_blackbox("algorithms.catalogue:truncated_geometric", trials=1000,
-                                  seed=seed, confidence=1 - ALPHA,
-                                  distinguisher="projection,histogram")
-        return audit_blackbox("gaussian_mechanism:sound", trials=2000, seed=seed,
+            return audit_blackbox("algorithms.catalogue:truncated_geometric", BlackBoxOptions(
+                trials=1000,
+                seed=seed, confidence=1 - ALPHA,
+                distinguisher="projection,histogram"))
+        return audit_blackbox("gaussian_mechanism:sound", BlackBoxOptions(trials=2000, seed=seed,
                               confidence=1 - ALPHA, distinguisher="projection,lda",
-                              accountant=False)
+                              accountant=False))
 
     assert false_violations(run, range(SEEDS)) <= limit(SEEDS)

@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 from scipy import stats as sstats
 
-from dpverify.checks.audit import audit_onerun, epsilon_one_run, one_run_bound, one_run_p_value
+from dpverify.checks.audit import (
+    OneRunOptions,
+    audit_onerun,
+    epsilon_one_run,
+    one_run_bound,
+    one_run_p_value,
+)
 from dpverify.core.errors import InputError
 
 
@@ -75,18 +81,21 @@ def test_separated_canaries_give_a_large_bound() -> None:
 
 def test_onerun_audit_of_sound_and_planted_noisy_gd() -> None:
     params = {"loss": "linear", "n": 50, "d": 300, "T": 4}
-    sound = audit_onerun("noisy_gd:sound", canaries=300, params=params, scores="releases")
+    sound = audit_onerun("noisy_gd:sound", OneRunOptions(
+        canaries=300, params=params, scores="releases"))
     assert sound.verdict.value == "PASS" and sound.trials == 1
     assert sound.epsilon_accountant == pytest.approx(1.0, rel=1e-3)
-    bad = audit_onerun("noisy_gd:planted_mean_noise_on_sum", canaries=300, params=params,
-                       scores="releases")
+    bad = audit_onerun("noisy_gd:planted_mean_noise_on_sum", OneRunOptions(
+        canaries=300, params=params,
+        scores="releases"))
     assert bad.verdict.value == "FAIL"
     assert bad.details["correct"] > 0.9 * bad.details["guesses"]
 
 
 def test_onerun_needs_an_output_in_data_space() -> None:
     with pytest.raises(InputError, match="data dimension"):
-        audit_onerun("gaussian_mechanism:sound_two_releases", canaries=20, params={"d": 3},
-                     scores="output")
+        audit_onerun("gaussian_mechanism:sound_two_releases", OneRunOptions(
+            canaries=20, params={"d": 3},
+            scores="output"))
     with pytest.raises(InputError, match="scores"):
-        audit_onerun("noisy_gd:sound", scores="gradients")
+        audit_onerun("noisy_gd:sound", OneRunOptions(scores="gradients"))

@@ -21,6 +21,8 @@ from dpverify.stats.power import (
     sorted_thresholds,
     threshold_test_power,
 )
+from dpverify.stats.score_audit import ClopperPearson
+from dpverify.stats.selection import Tails
 
 
 @pytest.mark.parametrize("method", ["cp", "gdp"])
@@ -42,14 +44,17 @@ def test_count_test_power_is_the_exact_binomial_sum(method: str, rates: tuple) -
 
 
 def test_selection_is_the_audits_own() -> None:
-    """The simulated selection picks the threshold stats.anticipated_bounds ranks first."""
+    """The simulated selection picks the threshold Clopper-Pearson's anticipation ranks
+    first (at the selection level of the white-box and membership audits)."""
     test = CountTest(7000, 7000, alpha=0.05, delta=1e-5, epsilon=1.0, method="cp")
     sel = SelectedTest(GAUSSIAN, test, (2000, 2000), replicates=3)
     for zp, zn in zip(sel.z_pos, sel.z_neg, strict=True):
         pos, neg = GAUSSIAN.scores(0.7, zp, zn)
         th = sorted_thresholds(pos, neg)
-        ant = stats.anticipated_bounds(pos, neg, th, n_pos_test=7000, n_neg_test=7000,
-                                       delta=1e-5, alpha=0.05, method="cp")
+        tails = Tails(stats.tail_counts(np.sort(pos), th), pos.size,
+                      stats.tail_counts(np.sort(neg), th), neg.size, 7000, 7000)
+        ant, = ClopperPearson().anticipate(tails, delta=1e-5, alpha=0.05,
+                                           level=stats.SELECT_LEVEL)
         assert sel.choose(pos, neg) == th[int(np.argmax(ant))]
 
 
@@ -106,7 +111,7 @@ def test_the_detectable_epsilon_is_caught(tmp_path, monkeypatch) -> None:  # noq
     test fails if fewer FAILs are seen than a catch rate of 0.85 gives with probability
     1e-3 (its failure probability when the reported figure is honest to within 0.05).
     """
-    from dpverify.checks.audit import audit_blackbox
+    from dpverify.checks.audit import BlackBoxOptions, audit_blackbox
 
     p = threshold_test_power(2800, 2800, alpha=0.05, delta=1e-5, epsilon=1.0,
                              selection=(800, 800))
@@ -118,18 +123,19 @@ def test_the_detectable_epsilon_is_caught(tmp_path, monkeypatch) -> None:  # noq
         "def pair():\n"
         "    return np.ones(3), np.ones(2)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    fails = sum(audit_blackbox("ref_mech:f", neighbours="ref_mech:pair", epsilon=1.0,
-                               delta=1e-5, trials=4000, seed=s, distinguisher="projection",
-                               accountant=False, detect_probability=None).verdict.value
+    fails = sum(audit_blackbox("ref_mech:f", BlackBoxOptions(
+        neighbours="ref_mech:pair", epsilon=1.0,
+        delta=1e-5, trials=4000, seed=s, distinguisher="projection",
+        accountant=False, detect_probability=None)).verdict.value
                 == "FAIL" for s in range(200))
     assert fails >= sstats.binom.ppf(1e-3, 200, 0.85)
 
 
 def test_membership_inference_says_what_it_could_have_caught() -> None:
-    from dpverify.checks.mia import membership_inference
+    from dpverify.checks.mia import MembershipOptions, membership_inference
 
-    r = membership_inference("dp_sgd:sound", trials=600, attack="loss",
-                             params={"n": 100, "T": 5, "q": 1.0}, accountant=False)
+    r = membership_inference("dp_sgd:sound", MembershipOptions(trials=600, attack="loss",
+                             params={"n": 100, "T": 5, "q": 1.0}, accountant=False))
     assert r.verdict.value == "PASS" and r.epsilon_detectable > r.epsilon_claimed
     assert "no violation above epsilon =" in r.message()
     assert r.metrics()["detect_probability"] == 0.9 and r.power["method"] == "cp"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dpverify.checks.audit import audit_blackbox
+from dpverify.checks.audit import BlackBoxOptions, audit_blackbox
 from dpverify.checks.audit.targets import make_pairs, prepare
 from dpverify.cli.app import main
 from dpverify.core.errors import InputError
@@ -64,7 +64,8 @@ def test_query_targets_get_vectors_and_a_search_by_default(user_mod: str) -> Non
     assert labels[:2] == ["one_above", "one_below"] and len(labels) == 7
     with pytest.raises(InputError, match="takes a vector of 3 query answers"):
         make_pairs(s, "fresh_direction")  # a dataset handed to a vector: refused, named
-    r = audit_blackbox(f"{user_mod}:noisy_max", trials=4000, distinguisher="histogram")
+    r = audit_blackbox(f"{user_mod}:noisy_max", BlackBoxOptions(
+        trials=4000, distinguisher="histogram"))
     assert r.details["pair"] in labels and r.evidence["witness"]["D"] is not None
     assert r.details["runs_total"] < 2 * 4000 * 8  # the search spends less than full audits
 

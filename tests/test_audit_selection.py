@@ -11,6 +11,14 @@ from scipy import stats as sstats
 from dpverify.core.errors import InputError
 from dpverify.stats import audit_bounds as stats
 from dpverify.stats import selection
+from dpverify.stats.audit_bounds import ThresholdBound
+from dpverify.stats.score_audit import (
+    CLOPPER_PEARSON_FAMILY,
+    Conditional,
+    ScoreAudit,
+    Split,
+    statistics_of,
+)
 
 
 def binomial_limit(n: int, rate: float, failure: float) -> int:
@@ -20,15 +28,24 @@ def binomial_limit(n: int, rate: float, failure: float) -> int:
     return limit
 
 
-def _split(pos: np.ndarray, neg: np.ndarray, n_sel: int, label: str = "x") -> stats.ScoreSplit:
-    return stats.ScoreSplit(label, pos[:n_sel], neg[:n_sel], pos[n_sel:], neg[n_sel:])
+def _split(pos: np.ndarray, neg: np.ndarray, n_sel: int, label: str = "x"
+           ) -> tuple[ScoreAudit, ScoreAudit]:
+    return ScoreAudit(pos[:n_sel], neg[:n_sel], label), ScoreAudit(pos[n_sel:], neg[n_sel:],
+                                                                    label)
+
+
+def select_and_bound(parts: list[tuple[ScoreAudit, ScoreAudit]], *, delta: float,
+                     alpha: float) -> ThresholdBound:
+    """The black-box selection (both exact statistics, smoothed ranking) on given splits."""
+    return Split(smooth=True).bound_parts(parts, CLOPPER_PEARSON_FAMILY, delta=delta,
+                                          alpha=alpha)
 
 
 def test_the_chosen_test_is_counted_on_the_test_split_only() -> None:
     rng = np.random.default_rng(0)
     pos, neg = rng.normal(1.0, 1.0, 4000), rng.normal(0.0, 1.0, 4000)
-    res = selection.select_and_bound([_split(pos, neg, 1000)], delta=1e-5, alpha=0.05)
-    sign = -1.0 if res.label.endswith("(reversed)") else 1.0
+    res = select_and_bound([_split(pos, neg, 1000)], delta=1e-5, alpha=0.05)
+    sign = res.sign
     assert res.n_pos == 3000 and res.n_neg == 3000
     assert res.tp == np.count_nonzero(sign * pos[1000:] >= res.threshold)
     assert res.fp == np.count_nonzero(sign * neg[1000:] >= res.threshold)
@@ -37,10 +54,10 @@ def test_the_chosen_test_is_counted_on_the_test_split_only() -> None:
 def test_reversed_scores_and_both_orientations_are_found() -> None:
     rng = np.random.default_rng(1)
     pos, neg = rng.normal(-2.0, 1.0, 20000), rng.normal(0.0, 1.0, 20000)  # D scores LOWER
-    res = selection.select_and_bound([_split(pos, neg, 5000)], delta=0.0, alpha=0.05)
-    assert res.label.endswith("(reversed)") and res.epsilon > 1.0
-    plan = selection.plan_tests([selection.Selection("x", neg, pos, 1000, 1000)], delta=0.0,
-                                alpha=0.05)[0]
+    res = select_and_bound([_split(pos, neg, 5000)], delta=0.0, alpha=0.05)
+    assert res.sign == -1.0 and res.label.endswith("(reversed)") and res.epsilon > 1.0
+    plan = selection.plan_tests([selection.Selection("x", neg, pos, 1000, 1000)],
+                                CLOPPER_PEARSON_FAMILY, delta=0.0, alpha=0.05)[0]
     assert plan.sign == 1.0  # the same scores with D and D' exchanged: not reversed
 
 
@@ -56,7 +73,7 @@ def test_selection_over_many_candidates_keeps_alpha() -> None:
     hits = 0
     for _ in range(200):
         cands = [_split(*rng.normal(size=(2, 600)), 150, str(j)) for j in range(3)]
-        hits += selection.select_and_bound(cands, delta=1e-5, alpha=0.2).epsilon > 0
+        hits += select_and_bound(cands, delta=1e-5, alpha=0.2).epsilon > 0
     assert hits <= binomial_limit(200, 0.2, 1e-4)
 
 
@@ -76,7 +93,7 @@ def test_randomized_response_at_its_claim_keeps_alpha() -> None:
     for _ in range(400):
         pos = (rng.random(3000) < p).astype(float)
         neg = (rng.random(3000) < 1 - p).astype(float)
-        over += selection.select_and_bound([_split(pos, neg, 600)], delta=0.0,
+        over += select_and_bound([_split(pos, neg, 600)], delta=0.0,
                                            alpha=0.2).epsilon > eps
     assert over <= binomial_limit(400, 0.2, 1e-4)
 
@@ -94,8 +111,8 @@ def test_binormal_smoothing_finds_the_far_tail() -> None:
     assert selection.binormal_roc(stats.tail_counts(lp, th), lp.size,
                                   stats.tail_counts(ln, th), ln.size) is None
     plan = selection.plan_tests([selection.Selection("g", pos, neg, 10**6, 10**6)],
-                                delta=1e-5, alpha=0.05)[0]
-    assert plan.statistic == "conditional" and abs(plan.threshold) > 2.5
+                                CLOPPER_PEARSON_FAMILY, delta=1e-5, alpha=0.05)[0]
+    assert plan.statistic == Conditional() and abs(plan.threshold) > 2.5
 
 
 def test_evidence_is_kept_when_no_pessimistic_bound_is_positive() -> None:
@@ -104,7 +121,7 @@ def test_evidence_is_kept_when_no_pessimistic_bound_is_positive() -> None:
     rng = np.random.default_rng(6)
     null = selection.Selection("null", rng.normal(size=30), rng.normal(size=30), 200, 200)
     sig = selection.Selection("signal", rng.normal(0.8, 1, 30), rng.normal(size=30), 200, 200)
-    ranked = selection.rank_tests([null, sig], delta=0.0, alpha=0.05)
+    ranked = selection.rank_tests([null, sig], CLOPPER_PEARSON_FAMILY, delta=0.0, alpha=0.05)
     assert ranked[0].anticipated == 0.0 and ranked[0].candidate == 1
     assert ranked[0].fallback > 0.5
 
@@ -112,8 +129,10 @@ def test_evidence_is_kept_when_no_pessimistic_bound_is_positive() -> None:
 def test_bad_arguments_are_refused() -> None:
     s = selection.Selection("x", np.zeros(3), np.ones(3), 3, 3)
     with pytest.raises(InputError, match="top_k"):
-        selection.plan_tests([s], delta=0.0, alpha=0.05, top_k=0)
-    with pytest.raises(InputError, match="'cp' or 'gdp'"):
-        selection.plan_tests([s], delta=0.0, alpha=0.05, method="bayes")
+        selection.plan_tests([s], CLOPPER_PEARSON_FAMILY, delta=0.0, alpha=0.05, top_k=0)
+    with pytest.raises(InputError, match="'cp', 'gdp'"):
+        statistics_of("bayes")
     with pytest.raises(InputError, match="no candidate"):
-        selection.plan_tests([], delta=0.0, alpha=0.05)
+        selection.plan_tests([], CLOPPER_PEARSON_FAMILY, delta=0.0, alpha=0.05)
+    with pytest.raises(InputError, match="no statistic"):
+        selection.plan_tests([s], (), delta=0.0, alpha=0.05)

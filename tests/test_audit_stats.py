@@ -13,6 +13,8 @@ from statsmodels.stats.proportion import proportion_confint
 from dpverify.accounting.accountant import epsilon_of_event
 from dpverify.core.errors import InputError
 from dpverify.stats import audit_bounds as stats
+from dpverify.stats.audit_bounds import ThresholdBound
+from dpverify.stats.score_audit import ClopperPearson, GaussianDP, ScoreAudit, Split
 
 
 @pytest.mark.parametrize("k,n", [(0, 10), (3, 10), (10, 10), (57, 1000), (999, 1000)])
@@ -21,6 +23,19 @@ def test_clopper_pearson_matches_statsmodels(k: int, n: int) -> None:
     ref_lo, ref_hi = proportion_confint(k, n, alpha=0.05, method="beta")
     assert float(lo) == pytest.approx(ref_lo, abs=1e-12)
     assert float(hi) == pytest.approx(ref_hi, abs=1e-12)
+
+
+def _parts(label: str, sel_pos: np.ndarray, sel_neg: np.ndarray, test_pos: np.ndarray,
+           test_neg: np.ndarray) -> tuple[ScoreAudit, ScoreAudit]:
+    return ScoreAudit(sel_pos, sel_neg, label), ScoreAudit(test_pos, test_neg, label)
+
+
+def _bound(parts: list[tuple[ScoreAudit, ScoreAudit]], *, delta: float, alpha: float,
+           statistic: object = None, top_k: int = 1) -> ThresholdBound:
+    """The white-box and membership selection: chosen on each first part, bounded on the
+    second, by Clopper-Pearson unless another statistic is given."""
+    return Split(top_k=top_k).bound_parts(parts, (statistic or ClopperPearson(),),
+                                          delta=delta, alpha=alpha)
 
 
 def test_clopper_pearson_one_sided_edges() -> None:
@@ -91,28 +106,28 @@ def test_gdp_mu_never_negative_nor_absolute() -> None:
     assert stats.epsilon_from_gdp(-1.0, 1e-5) == 0.0
     rng = np.random.default_rng(0)
     null = rng.normal(size=20000)
-    c = stats.ScoreSplit("null", null[:5000], rng.normal(size=5000), null[5000:],
+    c = _parts("null", null[:5000], rng.normal(size=5000), null[5000:],
                          rng.normal(size=15000))
-    res = stats.bound_from_scores([c], delta=1e-5, alpha=0.05, method="gdp")
+    res = _bound([c], delta=1e-5, alpha=0.05, statistic=GaussianDP())
     assert res.epsilon < 0.2
 
 
 def test_reverse_separated_scores_are_found() -> None:
     rng = np.random.default_rng(1)
     pos, neg = rng.normal(-2.0, 1.0, 20000), rng.normal(0.0, 1.0, 20000)  # D scores LOWER
-    c = stats.ScoreSplit("rev", pos[:5000], neg[:5000], pos[5000:], neg[5000:])
-    for method in ("cp", "gdp"):
-        res = stats.bound_from_scores([c], delta=1e-5, alpha=0.05, method=method)
-        assert res.label.endswith("(reversed)")
+    c = _parts("rev", pos[:5000], neg[:5000], pos[5000:], neg[5000:])
+    for statistic in (ClopperPearson(), GaussianDP()):
+        res = _bound([c], delta=1e-5, alpha=0.05, statistic=statistic)
+        assert res.sign == -1.0 and res.label.endswith("(reversed)")
         assert res.epsilon > 1.0
 
 
-def test_bound_from_scores_never_counts_selection_data() -> None:
+def test_split_never_counts_selection_data() -> None:
     """The chosen test is counted on the test split only."""
     rng = np.random.default_rng(2)
     pos, neg = rng.normal(1.0, 1.0, 4000), rng.normal(0.0, 1.0, 4000)
-    c = stats.ScoreSplit("x", pos[:1000], neg[:1000], pos[1000:], neg[1000:])
-    res = stats.bound_from_scores([c], delta=1e-5, alpha=0.05)
+    c = _parts("x", pos[:1000], neg[:1000], pos[1000:], neg[1000:])
+    res = _bound([c], delta=1e-5, alpha=0.05)
     assert res.n_pos == 3000 and res.n_neg == 3000
     assert res.tp == np.count_nonzero(pos[1000:] >= res.threshold)
     assert res.fp == np.count_nonzero(neg[1000:] >= res.threshold)
@@ -133,19 +148,19 @@ def test_selection_over_many_candidates_keeps_alpha() -> None:
         cands = []
         for j in range(6):
             a, b = rng.normal(size=(2, 600))
-            cands.append(stats.ScoreSplit(str(j), a[:150], b[:150], a[150:], b[150:]))
-        hits += stats.bound_from_scores(cands, delta=1e-5, alpha=0.2).epsilon > 0
+            cands.append(_parts(str(j), a[:150], b[:150], a[150:], b[150:]))
+        hits += _bound(cands, delta=1e-5, alpha=0.2).epsilon > 0
     assert hits <= binomial_limit(200, 0.2, 1e-4)
 
 
 def test_top_k_is_bonferroni_corrected() -> None:
     rng = np.random.default_rng(4)
     pos, neg = rng.normal(1.0, 1.0, 8000), rng.normal(0.0, 1.0, 8000)
-    c = stats.ScoreSplit("x", pos[:2000], neg[:2000], pos[2000:], neg[2000:])
-    r3 = stats.bound_from_scores([c], delta=1e-5, alpha=0.05, top_k=3)
+    c = _parts("x", pos[:2000], neg[:2000], pos[2000:], neg[2000:])
+    r3 = _bound([c], delta=1e-5, alpha=0.05, top_k=3)
     assert r3.alpha == pytest.approx(0.05 / 3)
     with pytest.raises(InputError, match="top_k"):
-        stats.bound_from_scores([c], delta=1e-5, alpha=0.05, top_k=0)
+        Split(top_k=0)
 
 
 @pytest.mark.statistical

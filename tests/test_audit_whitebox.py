@@ -7,7 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from dpverify.checks.audit import audit_whitebox, release_privacy_loss, transcript_privacy_loss
+from dpverify.checks.audit import (
+    WhiteBoxOptions,
+    audit_whitebox,
+    release_privacy_loss,
+    transcript_privacy_loss,
+)
 from dpverify.checks.audit.whitebox import swapped
 from dpverify.core.curator import Curator
 from dpverify.core.data import Dataset, NeighbourPair
@@ -105,8 +110,8 @@ def test_a_plain_run_cannot_be_audited(pair: NeighbourPair) -> None:
 def test_linear_canary_replays_the_accountants_mu() -> None:
     """Noisy GD with the linear loss: the canary moves every release by exactly C, so the
     replayed mu is the accountant's and the GDP bound is tight."""
-    r = audit_whitebox("noisy_gd:sound", params={"loss": "linear", "n": 50, "T": 5},
-                       trials=400, seed=0, neighbours="fresh_direction")
+    r = audit_whitebox("noisy_gd:sound", WhiteBoxOptions(params={"loss": "linear", "n": 50, "T": 5},
+                       trials=400, seed=0, neighbours="fresh_direction"))
     d = r.details
     from dpverify.accounting.accountant import calibrate_gaussian
 
@@ -121,24 +126,27 @@ def test_linear_canary_replays_the_accountants_mu() -> None:
 
 def test_half_steps_flagged_and_poisson_goes_parametric() -> None:
     r = audit_whitebox("noisy_gd:planted_half_steps",
-                       params={"loss": "linear", "n": 50, "T": 6}, trials=400, seed=1)
+                       WhiteBoxOptions(
+                           params={"loss": "linear", "n": 50, "T": 6}, trials=400, seed=1))
     assert r.verdict.value == "FAIL" and r.epsilon_lower > r.epsilon_claimed
-    r = audit_whitebox("dp_sgd:sound", params={"n": 40, "T": 3, "q": 0.25}, trials=300,
-                       seed=0, accountant=False)
+    r = audit_whitebox("dp_sgd:sound", WhiteBoxOptions(
+        params={"n": 40, "T": 3, "q": 0.25}, trials=300,
+        seed=0, accountant=False))
     assert r.bound == "parametric" and not r.details["gdp_valid"]
     assert r.verdict.value == "PASS" and r.assumptions
-    r = audit_whitebox("dp_sgd:sound", params={"n": 40, "T": 3, "q": 0.25}, trials=300,
-                       seed=0, accountant=False, bound="cp")
+    r = audit_whitebox("dp_sgd:sound", WhiteBoxOptions(
+        params={"n": 40, "T": 3, "q": 0.25}, trials=300,
+        seed=0, accountant=False, bound="cp"))
     assert r.bound == "cp" and r.details["epsilon_lower_parametric"] is None
 
 
 def test_whitebox_refuses_callables_and_bad_options() -> None:
     with pytest.raises(InputError, match="registered curator algorithm"):
-        audit_whitebox("math:sqrt", epsilon=1.0, delta=1e-5)
+        audit_whitebox("math:sqrt", WhiteBoxOptions(epsilon=1.0, delta=1e-5))
     with pytest.raises(InputError, match="select_fraction"):
-        audit_whitebox("noisy_gd:sound", select_fraction=1.5)
+        audit_whitebox("noisy_gd:sound", WhiteBoxOptions(select_fraction=1.5))
     with pytest.raises(InputError, match="bound"):
-        audit_whitebox("noisy_gd:sound", bound="bayes")
+        audit_whitebox("noisy_gd:sound", WhiteBoxOptions(bound="bayes"))
 
 
 def test_exponential_loss_composes_with_the_gaussian_losses(pair: NeighbourPair) -> None:

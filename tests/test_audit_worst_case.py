@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as sstats
 
 from dpverify.accounting.accountant import account_ledger, calibrate_gaussian
-from dpverify.checks.audit import audit_onerun, audit_whitebox
+from dpverify.checks.audit import WhiteBoxOptions, audit_onerun, audit_whitebox
 from dpverify.checks.audit.targets import make_pairs, plain_ledger, prepare, resolve_neighbours
 from dpverify.checks.audit.whitebox import replay_losses
 from dpverify.core.data import PAIR_GENERATORS, canary_worst_case, synthetic_classification
@@ -60,8 +60,8 @@ def test_auto_neighbours_pick_the_worst_case(target: str, pair: str, loss: str |
 
 def test_worst_case_canary_replays_the_accountants_sensitivity() -> None:
     """Every release of the default noisy GD audit moves by exactly the clip."""
-    r = audit_whitebox("noisy_gd:sound", params={"T": 10, "n": 100}, trials=200,
-                       accountant=False, detect_probability=None)
+    r = audit_whitebox("noisy_gd:sound", WhiteBoxOptions(params={"T": 10, "n": 100}, trials=200,
+                       accountant=False, detect_probability=None))
     mu = math.sqrt(10) / calibrate_gaussian(target_epsilon=1.0, target_delta=1e-5, steps=10)
     assert r.details["mu_replay_min"] == pytest.approx(mu, rel=1e-9)
     assert r.details["mu_replay_max"] == pytest.approx(mu, rel=1e-9)
@@ -74,7 +74,7 @@ def test_default_whitebox_noisy_gd_is_tight() -> None:
     The spread bound is below 0.9 of the truth only when a chi-square with 998 degrees of
     freedom falls below 0.83 of its 95% quantile: probability < 1%.
     """
-    r = audit_whitebox("noisy_gd:sound", trials=500)
+    r = audit_whitebox("noisy_gd:sound", WhiteBoxOptions(trials=500))
     assert r.bound == "gdp" and r.details["pair"] == "worst_case"
     assert r.verdict.value == "PASS" and 0.9 <= r.tightness <= 1.0
     assert r.epsilon_detectable < 1.15 * r.epsilon_claimed
@@ -87,14 +87,15 @@ def test_default_whitebox_dp_sgd_parametric_reaches_seventy_percent() -> None:
     accountant's epsilon by the parametric bound. With 1000 runs the kappa bound's
     standard error is about 4%, so 0.7 (kappa about 0.75) is over 5 of them below its
     expected place: failure probability < 1e-6."""
-    r = audit_whitebox("dp_sgd:sound", trials=1000)
+    r = audit_whitebox("dp_sgd:sound", WhiteBoxOptions(trials=1000))
     assert r.bound == "parametric" and r.assumptions == [sampled.ASSUMPTION]
     assert r.verdict.value == "PASS" and r.tightness >= 0.7
 
 
 def test_parametric_bound_catches_a_planted_sensitivity() -> None:
-    r = audit_whitebox("dp_sgd:planted_mean_noise_on_sum", params={"n": 100, "T": 5},
-                       trials=100, accountant=False, detect_probability=None)
+    r = audit_whitebox("dp_sgd:planted_mean_noise_on_sum", WhiteBoxOptions(
+        params={"n": 100, "T": 5},
+        trials=100, accountant=False, detect_probability=None))
     assert r.bound == "parametric" and r.verdict.value == "FAIL"
     assert r.details["kappa_lower"] > 2.0
 
@@ -179,8 +180,8 @@ def test_whitebox_gdp_false_alarm_rate() -> None:
     """The default white-box audit of noisy GD (worst-case canary, GDP spread bound) at
     alpha = 0.2, 100 runs per world, 200 seeds: FAILs no more often than a rate of 0.2
     allows (failure probability 1e-3)."""
-    fails = sum(audit_whitebox("noisy_gd:sound", params={"n": 20, "d": 2, "T": 3},
+    fails = sum(audit_whitebox("noisy_gd:sound", WhiteBoxOptions(params={"n": 20, "d": 2, "T": 3},
                                trials=100, seed=s, confidence=1 - ALPHA, accountant=False,
-                               detect_probability=None).verdict.value == "FAIL"
+                               detect_probability=None)).verdict.value == "FAIL"
                 for s in range(SEEDS))
     assert fails <= limit(SEEDS)

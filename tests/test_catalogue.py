@@ -11,7 +11,7 @@ import tomllib
 from scipy import stats as sstats
 
 from algorithms import catalogue as cat
-from dpverify.checks.audit import audit_blackbox
+from dpverify.checks.audit import BlackBoxOptions, audit_blackbox
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "mechanisms.toml"
 
@@ -81,7 +81,7 @@ def test_every_row_declares_its_claim_and_the_suite_expects_what_it_knows() -> N
 def test_default_audits_of_the_laplace_rows(name: str, expected: str) -> None:
     """Defaults only (pair search, ``auto`` distinguishers, lowbits among them): the
     textbook float Laplace is caught within 10^6 runs, the float-safe ones pass."""
-    r = audit_blackbox(f"algorithms.catalogue:{name}", trials=20000, seed=0)
+    r = audit_blackbox(f"algorithms.catalogue:{name}", BlackBoxOptions(trials=20000, seed=0))
     assert r.verdict.value == expected
     assert r.details["runs_total"] <= 10**6
     if name == "laplace_naive_float":
@@ -94,5 +94,5 @@ def test_sparse_discrete_outputs_give_nonzero_bounds_from_1e5_runs(name: str) ->
     """Report-noisy-max's index and the sparse vector's pattern: exact tables of patterns,
     ranked on every search run, prove a nonzero epsilon from 10^5 runs (seed 0), where
     every ranking bound of the selection split used to be 0."""
-    r = audit_blackbox(f"algorithms.catalogue:{name}", trials=100_000, seed=0)
+    r = audit_blackbox(f"algorithms.catalogue:{name}", BlackBoxOptions(trials=100_000, seed=0))
     assert r.epsilon_lower > 0.03

@@ -192,10 +192,11 @@ def test_opacus_normalization_by_dataset_size_leaks_on_tiny_data(ot) -> None:
 
 
 def test_membership_inference_on_opacus(ot) -> None:
-    from dpverify.checks.mia import membership_inference
+    from dpverify.checks.mia import MembershipOptions, membership_inference
 
-    r = membership_inference(f"{OPX}:dp_sgd_linear", epsilon=ot.claimed_epsilon(1e-5),
-                             delta=1e-5, trials=800, pool=4, params={"n": 20, "d": 2})
+    r = membership_inference(f"{OPX}:dp_sgd_linear", MembershipOptions(
+        epsilon=ot.claimed_epsilon(1e-5),
+        delta=1e-5, trials=800, pool=4, params={"n": 20, "d": 2}))
     assert r.verdict == Verdict.PASS
     assert r.details["target_calls"] == 5  # the pool's four datasets and the base
     assert r.epsilon_accountant == pytest.approx(ot.claimed_epsilon(1e-5))

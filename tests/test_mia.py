@@ -18,6 +18,7 @@ from scipy import stats as sstats
 
 from dpverify.checks.base import CheckSpec, RunContext, run_check
 from dpverify.checks.mia import (
+    MembershipOptions,
     advantage_ceiling,
     auc_ceiling,
     auc_lower_bound,
@@ -243,17 +244,19 @@ def test_heldout_nonmembers_measure_a_shift_not_membership(
     opts = dict(trials=300, attack="loss", pool=8, params=SMALL, accountant=False,
                 confidence=0.99, epsilon=0.1)
     shifted = membership_inference("dp_sgd:sound",
-                                   nonmembers=f"{HERE}:mislabelled_copies", **opts)
+                                   MembershipOptions(
+                                       nonmembers=f"{HERE}:mislabelled_copies", **opts))
     assert shifted.design == "heldout" and shifted.details["nonmembers"].endswith("copies")
     assert shifted.auc > 0.8 and shifted.verdict == Verdict.FAIL
     assert "not the DP game" in shifted.message()
-    game = membership_inference("dp_sgd:sound", **opts)
+    game = membership_inference("dp_sgd:sound", MembershipOptions(**opts))
     assert game.verdict == Verdict.PASS and game.auc < shifted.auc
     with pytest.raises(InputError, match="records"):
-        membership_inference("dp_sgd:sound", nonmembers=f"{HERE}:mislabelled_copies",
-                             records="outlier", **opts)
+        membership_inference("dp_sgd:sound", MembershipOptions(
+            nonmembers=f"{HERE}:mislabelled_copies",
+            records="outlier", **opts))
     with pytest.raises(InputError, match="nonmembers"):
-        membership_inference("dp_sgd:sound", nonmembers="testset", **opts)
+        membership_inference("dp_sgd:sound", MembershipOptions(nonmembers="testset", **opts))
     # the same from the command line: exit 1, and the summary says it is not the DP game
     args = ["mia", "dp_sgd:sound", "--attack", "loss", "--trials", "300", "--pool", "8",
             "--epsilon", "0.1", "--confidence", "0.99",
@@ -311,8 +314,9 @@ def test_sound_dp_sgd_stays_within_the_claim_over_seeds() -> None:
     3 FAILs out of 8 has probability <= 4e-4 (the test's failure probability)."""
     fails = 0
     for seed in range(8):
-        r = membership_inference("dp_sgd:sound", trials=2000, attack="auto", pool=8,
-                                 params=SMALL, seed=seed, accountant=False)
+        r = membership_inference("dp_sgd:sound", MembershipOptions(
+            trials=2000, attack="auto", pool=8,
+            params=SMALL, seed=seed, accountant=False))
         assert r.auc <= auc_ceiling(r.epsilon_claimed, r.delta)
         fails += r.verdict == Verdict.FAIL
     assert fails <= binomial_limit(8, 0.05, 1e-3)
@@ -346,10 +350,11 @@ def test_tight_null_false_violation_rate() -> None:
     target = f"{HERE}:randomized_response"
     fails = 0
     for seed in range(150):
-        r = membership_inference(target, epsilon=math.log(3), delta=1e-6, trials=1000,
-                                 attack="loss", design="single", pool=1,
-                                 statistic=f"{HERE}:rr_statistic",
-                                 data=f"{HERE}:rr_population", confidence=0.8, seed=seed)
+        r = membership_inference(target, MembershipOptions(
+            epsilon=math.log(3), delta=1e-6, trials=1000,
+            attack="loss", design="single", pool=1,
+            statistic=f"{HERE}:rr_statistic",
+            data=f"{HERE}:rr_population", confidence=0.8, seed=seed))
         fails += r.verdict == Verdict.FAIL
     assert fails <= binomial_limit(150, 0.2, 1e-3)
 
@@ -357,9 +362,10 @@ def test_tight_null_false_violation_rate() -> None:
 def test_randomized_response_at_a_smaller_claim_fails() -> None:
     """The same mechanism claimed at epsilon 0.5 (it is log 3 = 1.1): found with 4000
     trials at seed 0 (the bound's expected value is near 0.9)."""
-    r = membership_inference(f"{HERE}:randomized_response", epsilon=0.5, delta=1e-6,
-                             trials=4000, attack="loss", design="single", pool=1,
-                             statistic=f"{HERE}:rr_statistic", data=f"{HERE}:rr_population")
+    r = membership_inference(f"{HERE}:randomized_response", MembershipOptions(
+        epsilon=0.5, delta=1e-6,
+        trials=4000, attack="loss", design="single", pool=1,
+        statistic=f"{HERE}:rr_statistic", data=f"{HERE}:rr_population"))
     assert r.verdict == Verdict.FAIL
     assert r.epsilon_lower > 0.5 or r.auc_lower > auc_ceiling(0.5, 1e-6)
 
@@ -369,10 +375,12 @@ def test_pure_dp_claims_are_judged_at_delta_zero() -> None:
     the same counts fail; against its own epsilon they pass (seed 0)."""
     kw = {"trials": 4000, "attack": "loss", "design": "single", "pool": 1,
           "statistic": f"{HERE}:rr_statistic", "data": f"{HERE}:rr_population"}
-    low = membership_inference(f"{HERE}:randomized_response", epsilon=0.5, delta=0.0, **kw)
+    low = membership_inference(f"{HERE}:randomized_response", MembershipOptions(
+        epsilon=0.5, delta=0.0, **kw))
     assert low.delta == 0.0 and low.verdict == Verdict.FAIL
-    own = membership_inference(f"{HERE}:randomized_response", epsilon=math.log(3), delta=0.0,
-                               confidence=0.99, **kw)
+    own = membership_inference(f"{HERE}:randomized_response", MembershipOptions(
+        epsilon=math.log(3), delta=0.0,
+        confidence=0.99, **kw))
     assert own.verdict == Verdict.PASS
 
 
@@ -385,8 +393,9 @@ def test_planted_dp_sgd_exceeds_the_ceiling(variant: str, options: dict) -> None
     """Planted leaks caught by membership inference at seed 0 with 4000 trials; at 1000
     trials they were caught in 6 of 6 tries (seeds 0-2), so a miss here would mean lost
     power, not bad luck."""
-    r = membership_inference(f"dp_sgd:{variant}", trials=4000, params=SMALL, seed=0,
-                             **options)
+    r = membership_inference(f"dp_sgd:{variant}", MembershipOptions(
+        trials=4000, params=SMALL, seed=0,
+        **options))
     assert r.verdict == Verdict.FAIL
     assert r.epsilon_lower > r.epsilon_claimed
     assert r.tpr[0.001] > float(tpr_ceiling(0.001, r.epsilon_claimed, r.delta))
@@ -395,8 +404,8 @@ def test_planted_dp_sgd_exceeds_the_ceiling(variant: str, options: dict) -> None
 
 def test_result_is_reproducible_and_reports_the_contract() -> None:
     kw = dict(trials=600, attack="auto", pool=4, params=SMALL, seed=3, accountant=False)
-    a = membership_inference("dp_sgd:sound", **kw).to_dict()
-    b = membership_inference("dp_sgd:sound", **kw).to_dict()
+    a = membership_inference("dp_sgd:sound", MembershipOptions(**kw)).to_dict()
+    b = membership_inference("dp_sgd:sound", MembershipOptions(**kw)).to_dict()
     assert a == b
     m = a["metrics"]
     for key in ("auc", "tpr_at_fpr_0.001", "tpr_at_fpr_0.01", "epsilon_lower",
@@ -408,26 +417,30 @@ def test_result_is_reproducible_and_reports_the_contract() -> None:
 
 
 def test_replace_one_claims_play_with_replacements() -> None:
-    r = membership_inference("gaussian_mechanism:sound", trials=1000, pool=4, design="single",
-                             records="clip_boundary", relation="replace_one",
-                             params={"n": 20, "d": 2}, accountant=False)
+    r = membership_inference("gaussian_mechanism:sound", MembershipOptions(
+        trials=1000, pool=4, design="single",
+        records="clip_boundary", relation="replace_one",
+        params={"n": 20, "d": 2}, accountant=False))
     assert r.details["relation"] == "replace_one"
     assert r.verdict == Verdict.PASS
 
 
 def test_bad_input_is_refused() -> None:
     with pytest.raises(InputError, match="attack"):
-        membership_inference("dp_sgd:sound", attack="guess")
+        membership_inference("dp_sgd:sound", MembershipOptions(attack="guess"))
     with pytest.raises(InputError, match="design"):
-        membership_inference("dp_sgd:sound", design="every", params=SMALL)
+        membership_inference("dp_sgd:sound", MembershipOptions(design="every", params=SMALL))
     with pytest.raises(InputError, match="splits"):
-        membership_inference("dp_sgd:sound", splits=(0.5, 0.5, 0.0), params=SMALL)
+        membership_inference("dp_sgd:sound", MembershipOptions(
+            splits=(0.5, 0.5, 0.0), params=SMALL))
     with pytest.raises(InputError, match="shadow"):
-        membership_inference("dp_sgd:sound", splits=(0.0, 0.5, 0.5), params=SMALL)
+        membership_inference("dp_sgd:sound", MembershipOptions(
+            splits=(0.0, 0.5, 0.5), params=SMALL))
     with pytest.raises(InputError, match="more trials"):
-        membership_inference("dp_sgd:sound", trials=3, attack="loss", params=SMALL)
+        membership_inference("dp_sgd:sound", MembershipOptions(
+            trials=3, attack="loss", params=SMALL))
     with pytest.raises(InputError, match="epsilon"):
-        membership_inference(f"{HERE}:randomized_response", trials=100)
+        membership_inference(f"{HERE}:randomized_response", MembershipOptions(trials=100))
 
 
 def test_mia_check_kind() -> None:

@@ -19,7 +19,13 @@ from typing import Any
 
 from dpverify.checks.audit.check import execution_from_context
 from dpverify.checks.base import RunContext
-from dpverify.checks.mia.core import DEFAULT_POOL, DEFAULT_TRIALS, MiaResult, membership_inference
+from dpverify.checks.mia.core import (
+    DEFAULT_POOL,
+    DEFAULT_TRIALS,
+    MembershipOptions,
+    MiaResult,
+    membership_inference,
+)
 from dpverify.checks.mia.game import DESIGNS, RECORD_KINDS
 from dpverify.cli.app import add_claim_arguments, parse_params
 from dpverify.core.claims import RELATIONS
@@ -106,7 +112,7 @@ def run_command(args: argparse.Namespace) -> int:
     execution = execution_from_context(ctx)
     if execution is not None:
         opts["execution"] = execution
-    res = membership_inference(args.target, **opts)
+    res = membership_inference(args.target, MembershipOptions(**opts))
     if args.json_path:
         write_json_atomic(args.json_path, res.to_dict())
     print(summary(res))

@@ -22,8 +22,9 @@ exact conditional test of the odds ratio (Cornfield 1956), and spends nearly all
 on one side: the same counts then prove a larger epsilon (0.82 instead of 0.77 of
 epsilon = 1 from counts typical of the Gaussian mechanism at 10^6 runs).
 
-Thresholds are never chosen on the counts that bound them: :func:`bound_from_scores`
-selects on one split and bounds on another, and Bonferroni-corrects when it keeps several.
+Thresholds are never chosen on the counts that bound them: the selection strategies of
+:mod:`dpverify.stats.score_audit` select on one split and bound on another, or
+Bonferroni-correct over thresholds fixed in advance.
 """
 
 from __future__ import annotations
@@ -408,8 +409,8 @@ def tail_counts(sorted_scores: np.ndarray, thresholds: np.ndarray) -> np.ndarray
 def roc_points(pos: np.ndarray, neg: np.ndarray, points: int = 200) -> dict[str, list[float]]:
     """An empirical ROC (TPR of ``pos`` vs FPR of ``neg`` at shared thresholds) for plots.
 
-    Descriptive only: bounds come from :func:`bound_from_scores`, which selects and tests
-    on separate splits.
+    Descriptive only: bounds come from :class:`dpverify.stats.score_audit.ScoreAudit`,
+    which selects and tests on separate splits.
 
     Examples
     --------
@@ -446,6 +447,11 @@ class ThresholdBound:
     # conditional one, which world the event was evidence for ("both" for a rectangle).
     statistic: str = "clopper_pearson"
     orientation: str = "both"
+    # The event's direction (-1: "score <= -threshold"), which candidate it was, and the
+    # source of the statistic.
+    sign: float = 1.0
+    candidate: int = 0
+    citation: str = ""
 
     @property
     def fpr_upper(self) -> float:
@@ -459,121 +465,6 @@ class ThresholdBound:
         d = asdict(self)
         d.update(fpr_upper=self.fpr_upper, fnr_upper=self.fnr_upper)
         return d
-
-
-def anticipated_bounds(
-    pos: np.ndarray, neg: np.ndarray, thresholds: np.ndarray, *, n_pos_test: int,
-    n_neg_test: int, delta: float, alpha: float, method: str,
-    select_level: float = SELECT_LEVEL,
-) -> np.ndarray:
-    """The bound each threshold can be expected to give on a test split of the given sizes.
-
-    Error rates on the selection split are replaced by their Clopper-Pearson upper bounds
-    at ``select_level``, scaled to the test sizes and put through the same bound as the
-    test. Ranking by point estimates would pick, among hundreds of thresholds, the one
-    whose selection counts happened to be near zero in the far tail (a winner's curse);
-    the pessimistic rates rank thresholds by what they will prove.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> pos, neg = rng.normal(2, 1, 2000), rng.normal(0, 1, 2000)
-    >>> th = np.array([-5.0, 1.0, 5.0])
-    >>> a = anticipated_bounds(pos, neg, th, n_pos_test=8000, n_neg_test=8000, delta=1e-5,
-    ...                        alpha=0.05, method="cp")
-    >>> bool(a[1] > max(a[0], a[2]))  # the middle threshold, not the empty tails
-    True
-    """
-    if method not in ("cp", "gdp"):
-        raise InputError(f"bound method must be 'cp' or 'gdp', got {method!r}")
-    sp, sn = np.sort(pos), np.sort(neg)
-
-    def anticipated_upper(count: np.ndarray, n_sel: int, n_test: int) -> np.ndarray:
-        # Many thresholds share a count (ties, sparse tails): bound each count once.
-        u, inv = np.unique(count, return_inverse=True)
-        rate = clopper_pearson(u, max(n_sel, 1), select_level, "upper")
-        return clopper_pearson(rate * n_test, n_test, alpha / 2, "upper")[inv]
-
-    fpr_ub = anticipated_upper(tail_counts(sn, thresholds), sn.size, n_neg_test)
-    fnr_ub = anticipated_upper(sp.size - tail_counts(sp, thresholds), sp.size, n_pos_test)
-    if method == "cp":
-        return epsilon_from_rates(fpr_ub, fnr_ub, delta)
-    return gdp_mu_from_rates(fpr_ub, fnr_ub)
-
-
-@dataclass
-class ScoreSplit:
-    """Scores of one candidate test (a pair and a distinguisher) on selection and test."""
-
-    label: str
-    select_pos: np.ndarray
-    select_neg: np.ndarray
-    test_pos: np.ndarray
-    test_neg: np.ndarray
-
-
-def _reversed(c: ScoreSplit) -> ScoreSplit:
-    return ScoreSplit(f"{c.label} (reversed)", -c.select_pos, -c.select_neg, -c.test_pos,
-                      -c.test_neg)
-
-
-def bound_from_scores(
-    candidates: Sequence[ScoreSplit], *, delta: float, alpha: float, method: str = "cp",
-    top_k: int = 1,
-) -> ThresholdBound:
-    """Choose tests on the selection splits, bound them on the test splits.
-
-    Every candidate (a neighbouring pair with a distinguisher, in both orientations of
-    its score) and every threshold is ranked by the bound it anticipates on its test
-    split; the ``top_k`` best are bounded on their test splits at ``alpha / top_k`` each
-    (Bonferroni) and the largest bound is returned. Nothing is chosen on the counts that
-    bound it, so the result holds at confidence ``1 - alpha`` whatever the selection did.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> pos, neg = rng.normal(1.0, 1.0, 40000), rng.normal(0.0, 1.0, 40000)
-    >>> c = ScoreSplit("x", pos[:10000], neg[:10000], pos[10000:], neg[10000:])
-    >>> b = bound_from_scores([c], delta=1e-5, alpha=0.05, method="gdp")
-    >>> 0.9 < b.mu < 1.0
-    True
-    """
-    if not candidates:
-        raise InputError("no candidate tests to bound")
-    # Every score is also tried reversed (events "score <= t"): a statistic whose
-    # orientation was guessed wrong, or one that is smaller on D, still counts.
-    candidates = [c for orig in candidates for c in (orig, _reversed(orig))]
-    top_k = int(top_k)
-    if top_k < 1:
-        raise InputError(f"top_k must be >= 1, got {top_k}")
-    ranked: list[tuple[float, int, float]] = []
-    for ci, c in enumerate(candidates):
-        th = candidate_thresholds(c.select_pos, c.select_neg)
-        ant = anticipated_bounds(
-            c.select_pos, c.select_neg, th, n_pos_test=c.test_pos.size,
-            n_neg_test=c.test_neg.size, delta=delta, alpha=alpha / top_k, method=method,
-        )
-        order = np.argsort(-ant, kind="stable")[:top_k]
-        ranked.extend((float(ant[j]), ci, float(th[j])) for j in order)
-    ranked.sort(key=lambda r: -r[0])
-    best: ThresholdBound | None = None
-    a = alpha / top_k
-    for ant, ci, t in ranked[:top_k]:
-        c = candidates[ci]
-        tp = int(np.count_nonzero(c.test_pos >= t))
-        fp = int(np.count_nonzero(c.test_neg >= t))
-        n_pos, n_neg = int(c.test_pos.size), int(c.test_neg.size)
-        if method == "cp":
-            eps = float(epsilon_lower_bound(fp, n_neg, n_pos - tp, n_pos, delta, a))
-            mu = None
-        else:
-            mu = float(gdp_mu_lower_bound(fp, n_neg, n_pos - tp, n_pos, a))
-            eps = epsilon_from_gdp(mu, delta)
-        res = ThresholdBound(method, eps, mu, t, tp, fp, n_pos, n_neg, a, c.label, ant)
-        if best is None or res.epsilon > best.epsilon:
-            best = res
-    assert best is not None
-    return best
 
 
 def split_sizes(total: int, fractions: Sequence[float]) -> list[int]:

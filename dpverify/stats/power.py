@@ -319,7 +319,7 @@ class SelectedTest:
     """The threshold a selection split picks for the reference, then the exact test power.
 
     The audits choose the threshold on a selection split by the bound it anticipates
-    (:func:`~dpverify.stats.audit_bounds.anticipated_bounds`, among thresholds placed as
+    (:meth:`~dpverify.stats.score_audit.ClopperPearson.anticipate`, among thresholds placed as
     :func:`sorted_thresholds` places them); with few selection runs the choice
     is noisy and the test weaker than the best-placed one. Here the same selection runs on
     ``replicates`` simulated selection splits of the reference's likelihood-ratio score
@@ -350,8 +350,9 @@ class SelectedTest:
     def _anticipated(self, n_sel: int, n_test: int) -> np.ndarray:
         """The anticipated test-split upper bound of a rate, for every selection count.
 
-        As :func:`~dpverify.stats.audit_bounds.anticipated_bounds` computes it (a CP upper bound
-        at SELECT_LEVEL, scaled to the test split and bounded again), tabulated once.
+        As :meth:`~dpverify.stats.score_audit.ClopperPearson.anticipate` computes it (a CP
+        upper bound at SELECT_LEVEL, scaled to the test split and bounded again), tabulated
+        once.
         """
         rate = stats.clopper_pearson(np.arange(n_sel + 1), n_sel, stats.SELECT_LEVEL)
         return stats.clopper_pearson(rate * n_test, n_test, self.test.side, "upper")

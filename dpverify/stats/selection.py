@@ -5,6 +5,9 @@ distinguisher, every threshold on its score, both directions of the event ("scor
 and, reversed, "score <= t"), two orientations (the event as evidence for D, or its
 complement as evidence for D') and two exact statistics for its counts:
 
+(the statistic objects of :mod:`dpverify.stats.score_audit`; any object with their
+``anticipate`` and ``bound`` methods ranks and bounds the same way):
+
 * ``clopper_pearson``: a rectangle of Clopper-Pearson bounds on FPR and FNR at alpha/2
   each (:func:`dpverify.stats.audit_bounds.epsilon_lower_bound`), which reads both orientations
   off the same two bounds and copes with a rate that may be 0 when delta > 0;
@@ -25,8 +28,9 @@ to an empty one, which proves nothing.
 Examples
 --------
 >>> rng = np.random.default_rng(0)
+>>> from dpverify.stats.score_audit import CLOPPER_PEARSON_FAMILY
 >>> sel = [Selection("x", rng.normal(1, 1, 2000), rng.normal(0, 1, 2000), 8000, 8000)]
->>> plan = plan_tests(sel, delta=1e-5, alpha=0.05)[0]
+>>> plan = plan_tests(sel, CLOPPER_PEARSON_FAMILY, delta=1e-5, alpha=0.05)[0]
 >>> res = bound_planned(plan, rng.normal(1, 1, 8000), rng.normal(0, 1, 8000),
 ...                     delta=1e-5, alpha=0.05, label="x")
 >>> res.statistic, 1.5 < res.epsilon < 4.38  # 1-GDP: epsilon 4.38 at delta 1e-5
@@ -38,6 +42,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 from scipy import stats as sstats
@@ -51,7 +56,49 @@ from dpverify.stats import audit_bounds as stats
 SELECT_LEVEL = 0.01
 # The fallback ranking reads rates at this level: their medians, i.e. point estimates.
 POINT_LEVEL = 0.5
-STATISTICS = {"cp": ("conditional", "clopper_pearson"), "gdp": ("gdp",)}
+
+
+@dataclass(frozen=True)
+class Tails:
+    """Selection counts at each threshold, and the sizes of the test split to come.
+
+    ``a1`` of ``n1`` selection runs on D and ``a0`` of ``n0`` on D' scored at or above
+    each threshold; the test split will have ``n1_test`` and ``n0_test`` runs.
+    """
+
+    a1: np.ndarray
+    n1: int
+    a0: np.ndarray
+    n0: int
+    n1_test: int
+    n0_test: int
+
+
+@dataclass(frozen=True)
+class Counts:
+    """A fixed test counted on fresh runs: ``tp`` of ``n_pos`` runs on D and ``fp`` of
+    ``n_neg`` runs on D' fell in the event, read in ``orientation`` ("D": the event is
+    evidence for D; "D'": its complement is evidence for D'; "both")."""
+
+    tp: int
+    n_pos: int
+    fp: int
+    n_neg: int
+    orientation: str = "both"
+
+
+class CountStatistic(Protocol):
+    """What ranking and counting need of a statistic (see :mod:`dpverify.stats.score_audit`)."""
+
+    name: str
+    family: str
+    orientations: tuple[str, ...]
+
+    def anticipate(self, tails: Tails, *, delta: float, alpha: float,
+                   level: float) -> tuple[np.ndarray, ...]: ...
+
+    def bound(self, counts: Counts, *, delta: float,
+              alpha: float) -> tuple[float, float | None]: ...
 
 
 @dataclass(frozen=True)
@@ -73,7 +120,7 @@ class PlannedTest:
     sign: float
     threshold: float
     orientation: str  # "D" (the event is evidence for D), "D'" (its complement), "both"
-    statistic: str  # "conditional", "clopper_pearson" or "gdp"
+    statistic: Any  # a CountStatistic
     anticipated: float
     fallback: float
 
@@ -97,14 +144,14 @@ def _quantiles(alpha: float, approximate: bool) -> tuple[float, float]:
             float(sstats.norm.isf(side)))
 
 
-def anticipate_conditional(
-    x1: np.ndarray, m1: int, n1: int, x0: np.ndarray, m0: int, n0: int, *, delta: float,
-    alpha: float, level: float,
-) -> np.ndarray:
-    """The conditional bound an event anticipates on a test split of sizes ``n1``, ``n0``.
+def anticipate_conditional(x1: np.ndarray, m1: int, x0: np.ndarray, m0: int,
+                           test: tuple[int, int], *, delta: float, alpha: float,
+                           level: float) -> np.ndarray:
+    """The conditional bound an event anticipates on a test split of sizes ``test``.
 
     ``x1`` of ``m1`` selection runs on the world the event is evidence for fell in it,
-    ``x0`` of ``m0`` on the other. The rates are read pessimistically at ``level`` (p1
+    ``x0`` of ``m0`` on the other; ``test`` holds the test split's sizes (n1, n0) in the
+    same order. The rates are read pessimistically at ``level`` (p1
     low, p0 high, and p0 low where delta / p0 enters: with delta > 0 a rate that may be 0
     proves nothing) and put through the normal approximation of
     :func:`dpverify.stats.audit_bounds.epsilon_lower_bound_conditional` (Woolf's standard error
@@ -112,11 +159,12 @@ def anticipate_conditional(
 
     Examples
     --------
-    >>> a = anticipate_conditional(np.array([17, 170]), 10**5, 10**6, np.array([7, 69]),
-    ...                            10**5, 10**6, delta=1e-5, alpha=0.05, level=0.5)
+    >>> a = anticipate_conditional(np.array([17, 170]), 10**5, np.array([7, 69]), 10**5,
+    ...                            (10**6, 10**6), delta=1e-5, alpha=0.05, level=0.5)
     >>> bool(0 <= a[0] < a[1] < 1)
     True
     """
+    n1, n0 = test
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         p1 = np.clip(_rate(x1, m1, level, "lower"), 0.0, 1.0)
         p0 = np.clip(_rate(x0, m0, level, "upper"), 0.0, 1.0)
@@ -184,21 +232,18 @@ def binormal_roc(a1: np.ndarray, n1: int, a0: np.ndarray, n0: int,
     return (float(coef[0]), float(coef[1])) if rms <= SMOOTH_MAX_RMS else None
 
 
-def anticipate_rectangle(a1: np.ndarray, n1: int, a0: np.ndarray, n0: int, *,
-                         n1_test: int, n0_test: int, delta: float, alpha: float,
-                         level: float, gdp: bool = False) -> np.ndarray:
+def anticipate_rectangle(tails: Tails, *, delta: float, alpha: float, level: float,
+                         gdp: bool = False) -> np.ndarray:
     """The rectangle bound (or GDP mu with ``gdp``) anticipated on a test split.
 
-    ``a1`` of ``n1`` selection runs on D and ``a0`` of ``n0`` on D' fell in each event;
-    FNR and FPR are read pessimistically at ``level``, scaled to the test sizes and put
-    through the test's own Clopper-Pearson bounds, as
-    :func:`dpverify.stats.audit_bounds.anticipated_bounds` does from scores.
+    FNR and FPR are read off the selection counts of ``tails`` pessimistically at
+    ``level``, scaled to its test sizes and put through the test's own Clopper-Pearson
+    bounds.
 
     Examples
     --------
-    >>> a = anticipate_rectangle(np.array([500.0, 5.0]), 1000, np.array([100.0, 1.0]), 1000,
-    ...                          n1_test=4000, n0_test=4000, delta=0.0, alpha=0.05,
-    ...                          level=0.05)
+    >>> t = Tails(np.array([500.0, 5.0]), 1000, np.array([100.0, 1.0]), 1000, 4000, 4000)
+    >>> a = anticipate_rectangle(t, delta=0.0, alpha=0.05, level=0.05)
     >>> a.round(2).tolist()  # 5 of 1000 against 1: too few to prove anything pessimistically
     [1.28, 0.0]
     """
@@ -206,8 +251,8 @@ def anticipate_rectangle(a1: np.ndarray, n1: int, a0: np.ndarray, n0: int, *,
         u, inv = np.unique(rate, return_inverse=True)
         return np.asarray(stats.clopper_pearson(u * n_test, n_test, alpha / 2, "upper"))[inv]
 
-    fpr = test_upper(_rate(a0, n0, level, "upper"), n0_test)
-    fnr = test_upper(_rate(n1 - a1, n1, level, "upper"), n1_test)
+    fpr = test_upper(_rate(tails.a0, tails.n0, level, "upper"), tails.n0_test)
+    fnr = test_upper(_rate(tails.n1 - tails.a1, tails.n1, level, "upper"), tails.n1_test)
     if gdp:
         return stats.gdp_mu_from_rates(fpr, fnr)
     return stats.epsilon_from_rates(fpr, fnr, delta)
@@ -240,16 +285,17 @@ def thresholds_and_counts(pos: np.ndarray, neg: np.ndarray
     return th, stats.tail_counts(sp, th), stats.tail_counts(sn, th)
 
 
-def _anticipations(s: Selection, sign: float, statistics: Sequence[str], *, delta: float,
-                   alpha: float, level: float
-                   ) -> list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]:
+def _anticipations(s: Selection, sign: float, statistics: Sequence[CountStatistic], *,
+                   delta: float, alpha: float, level: float, smooth: bool
+                   ) -> list[tuple[Any, str, np.ndarray, np.ndarray, np.ndarray]]:
     """Per statistic and orientation: (statistic, orientation, thresholds, ranking value,
     fallback value).
 
     The ranking value is the bound anticipated from pessimistic rates; the fallback the
-    one from point estimates. Where delta > 0 and the binormal model fits the
-    selection's ROC, both are the bound anticipated from the model's smooth ROC: the best
-    test then sits in a far tail, whose raw counts are too few to choose a threshold by.
+    one from point estimates. With ``smooth``, where delta > 0 and the binormal model fits
+    the selection's ROC, both are the bound anticipated from the model's smooth ROC: the
+    best test then sits in a far tail, whose raw counts are too few to choose a threshold
+    by.
     """
     th, a1, a0 = thresholds_and_counts(sign * np.asarray(s.pos, float),
                                        sign * np.asarray(s.neg, float))
@@ -257,91 +303,76 @@ def _anticipations(s: Selection, sign: float, statistics: Sequence[str], *, delt
     # Only a continuous score has a smooth ROC to fit: atoms (tables of patterns or
     # bits) carry their evidence in exact zeros that a model would fill in.
     fit = (binormal_roc(a1, n1, a0, n0)
-           if delta > 0 and th.size >= SMOOTH_MIN_THRESHOLDS else None)
+           if smooth and delta > 0 and th.size >= SMOOTH_MIN_THRESHOLDS else None)
     if fit is not None:  # the model's TPR at each threshold's (point) FPR
         a1 = n1 * sstats.norm.sf(fit[0] + fit[1] * sstats.norm.isf((a0 + 0.5) / (n0 + 1.0)))
         level = SMOOTH_LEVEL
+    tails = Tails(a1, n1, a0, n0, s.n_pos_test, s.n_neg_test)
     out = []
     for statistic in statistics:
-        vals = []
-        for lvl in (level, POINT_LEVEL):
-            kw = {"delta": delta, "alpha": alpha, "level": lvl}
-            if statistic != "conditional":
-                vals.append((anticipate_rectangle(a1, n1, a0, n0, n1_test=s.n_pos_test,
-                                                  n0_test=s.n_neg_test,
-                                                  gdp=statistic == "gdp", **kw),))
-                continue
-            # "D": the event E = {score >= t} is evidence for D; "D'": its complement
-            # for D'.
-            vals.append((anticipate_conditional(a1, n1, s.n_pos_test, a0, n0, s.n_neg_test,
-                                                **kw),
-                         anticipate_conditional(n0 - a0, n0, s.n_neg_test, n1 - a1, n1,
-                                                s.n_pos_test, **kw)))
-        orients = ("D", "D'") if statistic == "conditional" else ("both",)
-        out.extend((statistic, o, th, rank, fall)
-                   for o, rank, fall in zip(orients, *vals, strict=True))
+        rank = statistic.anticipate(tails, delta=delta, alpha=alpha, level=level)
+        fall = (statistic.anticipate(tails, delta=delta, alpha=alpha, level=POINT_LEVEL)
+                if smooth else rank)
+        out.extend((statistic, o, th, r, f)
+                   for o, r, f in zip(statistic.orientations, rank, fall, strict=True))
     return out
 
 
-def plan_tests(selections: Sequence[Selection], *, delta: float, alpha: float,
-               method: str = "cp", top_k: int = 1,
-               level: float = SELECT_LEVEL) -> list[PlannedTest]:
+def plan_tests(selections: Sequence[Selection], statistics: Sequence[CountStatistic], *,
+               delta: float, alpha: float, top_k: int = 1, level: float = SELECT_LEVEL,
+               smooth: bool = True) -> list[PlannedTest]:
     """The ``top_k`` tests with the best anticipated bounds at ``alpha / top_k`` each.
 
-    Ranked by the pessimistic anticipation, then by the point-estimate one (which
-    decides when every pessimistic bound is 0).
+    Ranked by the pessimistic anticipation, then (with ``smooth``) by the point-estimate
+    one (which decides when every pessimistic bound is 0).
 
     Examples
     --------
+    >>> from dpverify.stats.score_audit import CLOPPER_PEARSON_FAMILY
     >>> rng = np.random.default_rng(1)
     >>> sel = [Selection("rev", rng.normal(-2, 1, 3000), rng.normal(0, 1, 3000), 9000, 9000)]
-    >>> plan_tests(sel, delta=1e-5, alpha=0.05)[0].sign  # D scores lower: reversed
+    >>> plan_tests(sel, CLOPPER_PEARSON_FAMILY, delta=1e-5, alpha=0.05)[0].sign
     -1.0
     """
     top_k = int(top_k)
     if top_k < 1:
         raise InputError(f"top_k must be >= 1, got {top_k}")
-    return rank_tests(selections, delta=delta, alpha=alpha / top_k, method=method,
-                      keep=top_k, level=level)[:top_k]
+    return rank_tests(selections, statistics, delta=delta, alpha=alpha / top_k, keep=top_k,
+                      level=level, smooth=smooth)[:top_k]
 
 
-def rank_tests(selections: Sequence[Selection], *, delta: float, alpha: float,
-               method: str = "cp", keep: int = 1,
-               level: float = SELECT_LEVEL) -> list[PlannedTest]:
+def rank_tests(selections: Sequence[Selection], statistics: Sequence[CountStatistic], *,
+               delta: float, alpha: float, keep: int = 1, level: float = SELECT_LEVEL,
+               smooth: bool = True) -> list[PlannedTest]:
     """The ``keep`` best tests of every candidate, sign, statistic and orientation, best first.
 
-    ``alpha`` is the level each test will be bounded at.
+    ``alpha`` is the level each test will be bounded at. Without ``smooth`` the ranking
+    is by the pessimistic anticipation alone, ties kept in the candidates' order.
 
     Examples
     --------
+    >>> from dpverify.stats.score_audit import CLOPPER_PEARSON_FAMILY
     >>> rng = np.random.default_rng(1)
     >>> sel = [Selection(str(j), rng.normal(j, 1, 2000), rng.normal(0, 1, 2000), 8000, 8000)
     ...        for j in range(3)]
-    >>> rank_tests(sel, delta=0.0, alpha=0.05)[0].candidate  # the largest shift
+    >>> rank_tests(sel, CLOPPER_PEARSON_FAMILY, delta=0.0, alpha=0.05)[0].candidate
     2
     """
     if not selections:
         raise InputError("no candidate tests to bound")
-    if method not in STATISTICS:
-        raise InputError(f"bound method must be 'cp' or 'gdp', got {method!r}")
+    if not statistics:
+        raise InputError("no statistic to bound the tests with")
     ranked: list[PlannedTest] = []
     for ci, s in enumerate(selections):
         for sign in (1.0, -1.0):
-            ranked.extend(_best_of(ci, s, sign, STATISTICS[method], delta=delta,
-                                   alpha=alpha, level=level, keep=keep))
-    ranked.sort(key=lambda p: (-p.anticipated, -p.fallback))
+            for statistic, orient, th, ant, mild in _anticipations(
+                    s, sign, statistics, delta=delta, alpha=alpha, level=level, smooth=smooth):
+                order = (np.lexsort((-mild, -ant)) if smooth
+                         else np.argsort(-ant, kind="stable"))
+                ranked.extend(PlannedTest(ci, sign, float(th[j]), orient, statistic,
+                                          float(ant[j]), float(mild[j])) for j in order[:keep])
+    ranked.sort(key=lambda p: (-p.anticipated, -p.fallback) if smooth else -p.anticipated)
     return ranked
-
-
-def _best_of(ci: int, s: Selection, sign: float, statistics: Sequence[str], *,
-             delta: float, alpha: float, level: float, keep: int) -> list[PlannedTest]:
-    out = []
-    for statistic, orient, th, ant, mild in _anticipations(s, sign, statistics, delta=delta,
-                                                           alpha=alpha, level=level):
-        for j in np.lexsort((-mild, -ant))[:keep]:
-            out.append(PlannedTest(ci, sign, float(th[j]), orient, statistic, float(ant[j]),
-                                   float(mild[j])))
-    return out
 
 
 def bound_planned(test: PlannedTest, pos: np.ndarray, neg: np.ndarray, *, delta: float,
@@ -352,7 +383,8 @@ def bound_planned(test: PlannedTest, pos: np.ndarray, neg: np.ndarray, *, delta:
 
     Examples
     --------
-    >>> t = PlannedTest(0, 1.0, 1.0, "D", "conditional", 0.5, 0.5)
+    >>> from dpverify.stats.score_audit import Conditional
+    >>> t = PlannedTest(0, 1.0, 1.0, "D", Conditional(), 0.5, 0.5)
     >>> r = bound_planned(t, np.r_[np.ones(600), np.zeros(400)],
     ...                   np.r_[np.ones(300), np.zeros(700)], delta=0.0, alpha=0.05,
     ...                   label="x")
@@ -363,44 +395,12 @@ def bound_planned(test: PlannedTest, pos: np.ndarray, neg: np.ndarray, *, delta:
     tp, fp = int(np.count_nonzero(sp >= test.threshold)), int(
         np.count_nonzero(sn >= test.threshold))
     n_pos, n_neg = int(sp.size), int(sn.size)
-    mu = None
-    if test.statistic == "gdp":
-        mu = float(stats.gdp_mu_lower_bound(fp, n_neg, n_pos - tp, n_pos, alpha))
-        eps = stats.epsilon_from_gdp(mu, delta)
-    elif test.statistic == "clopper_pearson":
-        eps = float(stats.epsilon_lower_bound(fp, n_neg, n_pos - tp, n_pos, delta, alpha))
-    elif test.orientation == "D":
-        eps = stats.epsilon_lower_bound_conditional(tp, n_pos, fp, n_neg, delta, alpha)
-    else:
-        eps = stats.epsilon_lower_bound_conditional(n_neg - fp, n_neg, n_pos - tp, n_pos,
-                                                    delta, alpha)
+    st = test.statistic
+    eps, mu = st.bound(Counts(tp, n_pos, fp, n_neg, test.orientation), delta=delta,
+                       alpha=alpha)
     name = label + (" (reversed)" if test.sign < 0 else "")
-    return stats.ThresholdBound("gdp" if mu is not None else "cp", eps, mu, test.threshold,
-                                tp, fp, n_pos, n_neg, alpha, name, test.anticipated,
-                                statistic=test.statistic, orientation=test.orientation)
-
-
-def select_and_bound(candidates: Sequence[stats.ScoreSplit], *, delta: float, alpha: float,
-                     method: str = "cp", top_k: int = 1,
-                     level: float = SELECT_LEVEL) -> stats.ThresholdBound:
-    """:func:`plan_tests` on the selection splits, :func:`bound_planned` on the test splits.
-
-    The largest of the ``top_k`` bounds is returned; each holds at ``alpha / top_k``.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(2)
-    >>> pos, neg = rng.normal(1, 1, 10000), rng.normal(0, 1, 10000)
-    >>> c = stats.ScoreSplit("x", pos[:2000], neg[:2000], pos[2000:], neg[2000:])
-    >>> r = select_and_bound([c], delta=1e-5, alpha=0.05)
-    >>> r.n_pos, r.tp == int(np.count_nonzero(pos[2000:] >= r.threshold))
-    (8000, True)
-    """
-    sels = [Selection(c.label, c.select_pos, c.select_neg, c.test_pos.size, c.test_neg.size)
-            for c in candidates]
-    plans = plan_tests(sels, delta=delta, alpha=alpha, method=method, top_k=top_k, level=level)
-    a = alpha / max(int(top_k), 1)
-    results = [bound_planned(p, candidates[p.candidate].test_pos,
-                             candidates[p.candidate].test_neg, delta=delta, alpha=a,
-                             label=candidates[p.candidate].label) for p in plans]
-    return max(results, key=lambda r: r.epsilon)
+    return stats.ThresholdBound(st.family, eps, mu, test.threshold, tp, fp, n_pos, n_neg,
+                                alpha, name, test.anticipated, statistic=st.name,
+                                orientation=test.orientation, sign=test.sign,
+                                candidate=test.candidate,
+                                citation=getattr(st, "citation", ""))

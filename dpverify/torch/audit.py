@@ -39,6 +39,7 @@ from dpverify.core.curator import Ledger, Release, ReplayRecord
 from dpverify.core.errors import InputError, check_delta, check_epsilon, check_positive
 from dpverify.stats import audit_bounds as stats
 from dpverify.stats import sampled_gaussian as sampled
+from dpverify.stats.score_audit import ClopperPearson, ScoreAudit, Split
 from dpverify.torch.findings import LoopFinding
 from dpverify.torch.pair import CanaryPair
 from dpverify.torch.record import ReplaySpec, record
@@ -260,10 +261,10 @@ def whitebox(train: Train, pair: CanaryPair, claim: tuple[float, float],
               "canary_in_D": len(pair.D) > len(pair.D_prime),
               "V": np.concatenate([VD, VP]) if (gD and gP) else None}
     alpha = 1.0 - plan.confidence
-    n_sel = max(1, min(plan.trials - 1, int(round(plan.trials * plan.select_fraction))))
-    split = stats.ScoreSplit(losses["label"], LD[:n_sel], -LP[:n_sel], LD[n_sel:],
-                             -LP[n_sel:])
-    cp = stats.bound_from_scores([split], delta=delta, alpha=alpha, method="cp")
+    split = Split(plan.select_fraction)
+    n_sel = split.sizes(plan.trials)[0]
+    cp = split.bound([ScoreAudit(LD, -LP, losses["label"])], (ClopperPearson(),),
+                     delta=delta, alpha=alpha)
     chosen, par = _choose_bound(plan.bound, gD and gP, first, losses, (alpha, delta))
     mu, method = gdp_mu(losses, alpha) if chosen == "gdp" else (None, None)
     lower = {"gdp": lambda: stats.epsilon_from_gdp(mu, delta), "cp": lambda: cp.epsilon,

@@ -93,7 +93,7 @@ def part_clipping(n: int, steps: int) -> None:
 
 
 def part_whitebox(trials: int, n: int) -> None:
-    from dpverify.checks.audit import audit_whitebox
+    from dpverify.checks.audit import WhiteBoxOptions, audit_whitebox
 
     config = tu.Config(epsilon=1.0, epochs=1, batch_size=25)
     pair = canary_pair(n)
@@ -114,8 +114,8 @@ def part_whitebox(trials: int, n: int) -> None:
           f"{d['trials_by']}; {ours:.1f} s")
     steps = len(pair.D) // config.batch_size + (len(pair.D) % config.batch_size > 0)
     t0 = time.perf_counter()
-    ref = audit_whitebox("dp_sgd:sound", trials=trials, params={
-        "n": len(pair.D), "T": steps, "q": 1 / steps, "epsilon": 1.0, "delta": DELTA})
+    ref = audit_whitebox("dp_sgd:sound", WhiteBoxOptions(trials=trials, params={
+        "n": len(pair.D), "T": steps, "q": 1 / steps, "epsilon": 1.0, "delta": DELTA}))
     theirs = time.perf_counter() - t0
     print(f"   reference dp_sgd:sound (n={len(pair.D)}, T={steps}, q=1/{steps}): "
           f"{ref.message()}; {theirs:.1f} s")

@@ -1,6 +1,8 @@
 """Empirical privacy auditing: epsilon lower bounds with a stated confidence.
 
-Three auditors share one statistics layer (:mod:`dpverify.stats.audit_bounds`) and one record
+Three auditors share one statistics layer (:mod:`dpverify.stats.audit_bounds`), one
+auditor of scores (:class:`~dpverify.stats.score_audit.ScoreAudit`, its statistics and
+selection strategies), one options object per mode and one record
 (:class:`AuditResult`: epsilon_lower, epsilon_accountant, epsilon_claimed, confidence,
 trials, tightness, and epsilon_detectable: what the test could have caught,
 :mod:`dpverify.stats.power`):
@@ -24,10 +26,12 @@ Examples
 ['epsilon_accountant', 'epsilon_claimed', 'epsilon_detectable', 'epsilon_lower']
 """
 
-from dpverify.checks.audit.blackbox import audit_blackbox
+from dpverify.checks.audit.blackbox import BlackBoxOptions, audit_blackbox
 from dpverify.checks.audit.check import AuditCheck, AuditOptions, audit, audit_experiment
 from dpverify.checks.audit.distinguishers import DISTINGUISHERS, resolve_distinguishers
 from dpverify.checks.audit.onerun import (
+    OneRunOptions,
+    SteinkeOneRun,
     audit_onerun,
     epsilon_one_run,
     one_run_bound,
@@ -35,16 +39,15 @@ from dpverify.checks.audit.onerun import (
 )
 from dpverify.checks.audit.result import AuditResult
 from dpverify.checks.audit.sequential import Schedule, audit_sequential
-from dpverify.checks.audit.targets import declare_mechanism
+from dpverify.checks.audit.targets import TargetOptions, declare_mechanism
 from dpverify.checks.audit.whitebox import (
+    WhiteBoxOptions,
     audit_whitebox,
     release_privacy_loss,
     transcript_privacy_loss,
 )
 from dpverify.stats.audit_bounds import (
-    ScoreSplit,
     ThresholdBound,
-    bound_from_scores,
     clopper_pearson,
     delta_from_gdp,
     epsilon_from_gdp,
@@ -59,14 +62,35 @@ from dpverify.stats.audit_bounds import (
     privacy_profile,
 )
 from dpverify.stats.power import Power, threshold_test_power
-from dpverify.stats.selection import select_and_bound
+from dpverify.stats.score_audit import (
+    Bonferroni,
+    ClopperPearson,
+    Conditional,
+    GaussianDP,
+    SampledGaussian,
+    ScoreAudit,
+    Split,
+    epsilon_lower_of,
+)
 
 __all__ = [
     "DISTINGUISHERS",
     "AuditResult",
     "Power",
     "Schedule",
-    "ScoreSplit",
+    "BlackBoxOptions",
+    "Bonferroni",
+    "ClopperPearson",
+    "Conditional",
+    "GaussianDP",
+    "OneRunOptions",
+    "SampledGaussian",
+    "ScoreAudit",
+    "Split",
+    "SteinkeOneRun",
+    "TargetOptions",
+    "WhiteBoxOptions",
+    "epsilon_lower_of",
     "ThresholdBound",
     "audit",
     "audit_blackbox",
@@ -76,7 +100,6 @@ __all__ = [
     "audit_onerun",
     "audit_sequential",
     "audit_whitebox",
-    "bound_from_scores",
     "clopper_pearson",
     "declare_mechanism",
     "delta_from_gdp",
@@ -94,7 +117,6 @@ __all__ = [
     "one_run_p_value",
     "privacy_profile",
     "release_privacy_loss",
-    "select_and_bound",
     "threshold_test_power",
     "resolve_distinguishers",
     "transcript_privacy_loss",

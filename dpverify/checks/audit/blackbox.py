@@ -28,7 +28,7 @@ returned as is; the report carries that assumption.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,17 +42,18 @@ from dpverify.checks.audit.targets import (
     SEED_SAMPLES,
     AuditSetup,
     Pair,
+    RunOptions,
     accountant_epsilon,
     make_pairs,
-    prepare,
     resolve_neighbours,
     sample,
 )
-from dpverify.core.errors import InputError, check_positive, check_probability
+from dpverify.core.errors import InputError
 from dpverify.execution.trials import seed_streams
 from dpverify.stats import audit_bounds as stats
 from dpverify.stats import selection
-from dpverify.stats.power import DETECT_PROBABILITY, threshold_test_power
+from dpverify.stats.power import threshold_test_power
+from dpverify.stats.score_audit import CLOPPER_PEARSON_FAMILY, ScoreAudit, statistics_of
 
 if TYPE_CHECKING:
     from dpverify.execution.executors import Execution
@@ -79,15 +80,17 @@ def check_bound(bound: str) -> str:
 
 
 @dataclass
-class _Candidate:
-    """A pair with a fitted distinguisher, its selection scores, and its test scores."""
+class Candidate:
+    """A candidate test: a pair (its index) with a fitted distinguisher (its name), the
+    selection scores, and once drawn the test scores; the plan chosen for it, if any,
+    holds the event's side (``sign``) and threshold."""
 
     pair: int
-    name: str
+    distinguisher: str
     scorer: Scorer
     select: selection.Selection
-    test_pos: np.ndarray | None = None
-    test_neg: np.ndarray | None = None
+    test: ScoreAudit | None = None
+    plan: selection.PlannedTest | None = None
 
 
 @dataclass
@@ -117,38 +120,11 @@ class _Run:
 STAGES = ("search", "extend", "test")
 
 
-def audit_blackbox(
-    target: str,
-    *,
-    epsilon: float | None = None,
-    delta: float | None = None,
-    neighbours: str | Sequence[str] = AUTO_NEIGHBOURS,
-    trials: int = 100_000,
-    confidence: float = 0.95,
-    distinguisher: str | Sequence[str] = "auto",
-    bound: str = "cp",
-    params: Mapping[str, Any] | None = None,
-    seed: int = 0,
-    scale: str = "quick",
-    relation: str | None = None,
-    splits: Sequence[float] = DEFAULT_SPLITS,
-    top_k: int = 1,
-    block_size: int | None = None,
-    backend: str = "numpy",
-    execution: Execution | None = None,
-    accountant: bool = True,
-    detect_probability: float | None = DETECT_PROBABILITY,
-) -> AuditResult:
-    """Black-box epsilon lower bound of ``target`` from ``trials`` runs per neighbour.
+@dataclass(frozen=True)
+class BlackBoxOptions(RunOptions):
+    """The options of a black-box audit (those of :class:`~dpverify.checks.audit.targets.
+    RunOptions` and these).
 
-    Parameters
-    ----------
-    target
-        ``name``, ``name:variant`` (registered) or ``module:function`` with the signature
-        ``f(data, rng, trials) -> array (trials, ...)``.
-    epsilon, delta
-        The claim to test (delta = 0: pure DP); a registered target, or a callable with a
-        :func:`~dpverify.checks.audit.targets.declare_mechanism` declaration, has its own.
     neighbours
         Pair generators, comma-separated: ``search`` (every built-in one for the target's
         input), StatDP's patterns for query answers (``one_above``, ``x_shape``, ...),
@@ -159,24 +135,52 @@ def audit_blackbox(
         (:func:`~dpverify.checks.audit.targets.resolve_neighbours`), else ``fresh_direction``.
     trials
         Runs on each dataset of the witness pair (other pairs cost their search runs).
-    confidence
-        1 - alpha for the reported bound, after every correction.
     distinguisher
         A name of :mod:`dpverify.checks.audit.distinguishers`, several, or ``"auto"``.
     bound
-        ``"cp"`` (exact and assumption-free; ``"auto"`` means this in black-box) or
-        ``"gdp"``.
-    splits
-        Fractions of the runs used to fit, select and test.
-    block_size, execution
-        Trials per seeded block, and where blocks run (:mod:`dpverify.execution.executors`; serial
-        by default). Results depend on the seed and the block size only.
-    accountant
-        Whether to account the target's ledger for ``epsilon_accountant`` (skipped in
-        repeated self-tests, where it is the same every time).
-    detect_probability
-        The probability at which ``epsilon_detectable`` is caught (``None``: not computed,
-        for repeated self-tests).
+        ``"cp"`` (exact and assumption-free: the conditional or the Clopper-Pearson
+        statistic, whichever the selection anticipates more from; ``"auto"`` means this
+        in black-box), ``"gdp"``, or statistic objects of
+        :mod:`dpverify.stats.score_audit` (one, or several to choose among).
+    splits, top_k
+        Fractions of the runs used to fit, select and test; tests kept (Bonferroni).
+
+    Examples
+    --------
+    >>> BlackBoxOptions(splits=(0.5, 0.5))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dpverify.core.errors.InputError: black-box splits are three fractions ..., got [0.5, 0.5]
+    """
+
+    trials: int = 100_000
+    neighbours: str | Sequence[str] = AUTO_NEIGHBOURS
+    distinguisher: str | Sequence[str] = "auto"
+    bound: Any = "cp"
+    splits: Sequence[float] = DEFAULT_SPLITS
+    top_k: int = 1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.bound, str):
+            check_bound(self.bound)
+        else:
+            statistics_of(self.bound)
+        if len(self.splits) != 3:
+            raise InputError(f"black-box splits are three fractions (fit, select, test), "
+                             f"got {list(self.splits)}")
+        stats.split_sizes(self.trials, self.splits)
+        if int(self.top_k) < 1:
+            raise InputError(f"top_k must be >= 1, got {self.top_k}")
+
+
+def audit_blackbox(target: str, options: BlackBoxOptions | None = None) -> AuditResult:
+    """Black-box epsilon lower bound of ``target`` from ``options.trials`` runs per neighbour.
+
+    ``target`` is ``name``, ``name:variant`` (registered) or ``module:function`` with the
+    signature ``f(data, rng, trials) -> array (trials, ...)``; a registered target, or a
+    callable with a :func:`~dpverify.checks.audit.targets.declare_mechanism` declaration,
+    has its own claim.
 
     Returns
     -------
@@ -191,62 +195,61 @@ def audit_blackbox(
 
     Examples
     --------
-    >>> r = audit_blackbox("gaussian_mechanism:sound", trials=20000, seed=1,
-    ...                    distinguisher="projection")
+    >>> r = audit_blackbox("gaussian_mechanism:sound",
+    ...                    BlackBoxOptions(trials=20000, seed=1, distinguisher="projection"))
     >>> r.verdict.value, 0.0 < r.epsilon_lower < r.epsilon_claimed
     ('PASS', True)
     """
-    trials = int(check_positive(trials, "trials", integer=True))
-    confidence = check_probability(confidence, "confidence")
-    check_bound(bound)
-    alpha = 1.0 - confidence
-    dists = resolve_distinguishers(distinguisher)
-    setup = prepare(target, epsilon=epsilon, delta=delta, params=params, seed=seed,
-                    scale=scale, relation=relation, backend=backend)
-    pairs = make_pairs(setup, resolve_neighbours(setup, neighbours))
-    run = _start(setup, pairs, trials, splits, block_size, execution)
-    cands = _search(run, dists, np.random.default_rng(seed_streams(seed, SEED_FIT + 1)[SEED_FIT]))
-    cp = _choose_and_count(run, cands, "cp", alpha, top_k)
-    gdp = _choose_and_count(run, cands, "gdp", alpha, top_k) if bound == "gdp" else None
-    eps_acc, acc_note = (accountant_epsilon(setup) if accountant
+    o = options or BlackBoxOptions()
+    dists = resolve_distinguishers(o.distinguisher)
+    setup = o.prepare(target)
+    pairs = make_pairs(setup, resolve_neighbours(setup, o.neighbours))
+    run = _start(setup, pairs, o)
+    fit_rng = np.random.default_rng(seed_streams(o.seed, SEED_FIT + 1)[SEED_FIT])
+    cands = _search(run, dists, fit_rng)
+    gdp_bound = isinstance(o.bound, str) and o.bound == "gdp"
+    cp = _choose_and_count(run, cands, "cp" if gdp_bound else o.bound, o.alpha, o.top_k)
+    gdp = _choose_and_count(run, cands, "gdp", o.alpha, o.top_k) if gdp_bound else None
+    eps_acc, acc_note = (accountant_epsilon(setup) if o.accountant
                          else (None, "not computed (accountant=False)"))
     chosen, ci = gdp if gdp is not None else cp
     details, evidence = _report(run, cands, cp, gdp, dists)
     evidence["accountant"] = acc_note
-    c = cands[ci]
-    if c.test_pos is not None and c.test_neg is not None:
-        sign = -1.0 if chosen.label.endswith(" (reversed)") else 1.0
-        evidence["roc"] = stats.roc_points(sign * c.test_pos, sign * c.test_neg)
-    assumptions = [GDP_ASSUMPTION] if bound == "gdp" else []
+    witness = cands[ci]
+    if witness.test is not None and witness.plan is not None:
+        evidence["roc"] = witness.test.roc(sign=witness.plan.sign)
     res = AuditResult(setup.name, "blackbox", chosen.epsilon, setup.epsilon_claimed, eps_acc,
-                      setup.delta, confidence, trials, "gdp" if bound == "gdp" else "cp",
-                      details, evidence, assumptions)
-    if detect_probability is None:
+                      setup.delta, o.confidence, o.trials, _bound_name(o.bound), details,
+                      evidence, [GDP_ASSUMPTION] if gdp_bound else [])
+    if o.detect_probability is None:
         return res
     n_sel = run.sizes[1]
     return res.with_power(threshold_test_power(
         chosen.n_pos, chosen.n_neg, alpha=chosen.alpha, delta=setup.delta,
-        epsilon=setup.epsilon_claimed, method=chosen.method, probability=detect_probability,
-        selection=(n_sel, n_sel)))
+        epsilon=setup.epsilon_claimed, method=chosen.method,
+        probability=o.detect_probability, selection=(n_sel, n_sel)))
 
 
-def _start(setup: AuditSetup, pairs: list[Pair], trials: int, splits: Sequence[float],
-           block_size: int | None, execution: Execution | None) -> _Run:
-    n_fit, n_sel, n_test = stats.split_sizes(trials, splits)
-    if len(splits) != 3:
-        raise InputError(f"black-box splits are three fractions (fit, select, test), got "
-                         f"{list(splits)}")
+def _bound_name(bound: Any) -> str:
+    """The bound a result reports: ``cp``, ``gdp`` or the statistics' names."""
+    if isinstance(bound, str):
+        return "gdp" if bound == "gdp" else "cp"
+    return "+".join(s.name for s in statistics_of(bound))
+
+
+def _start(setup: AuditSetup, pairs: list[Pair], o: BlackBoxOptions) -> _Run:
+    n_fit, n_sel, n_test = stats.split_sizes(o.trials, o.splits)
     root = seed_streams(setup.seed, SEED_SAMPLES + 1)[SEED_SAMPLES]
     streams = []
     for ss in seed_streams(root, len(pairs)):
         s_D, s_Dp = ss.spawn(2)
         per_D, per_Dp = s_D.spawn(len(STAGES)), s_Dp.spawn(len(STAGES))
         streams.append(tuple(x for pair in zip(per_D, per_Dp, strict=True) for x in pair))
-    return _Run(setup, pairs, (n_fit, n_sel, n_test), streams, block_size, execution)
+    return _Run(setup, pairs, (n_fit, n_sel, n_test), streams, o.block_size, o.execution)
 
 
 def _search(run: _Run, dists: list[tuple[str, Any]],
-            fit_rng: np.random.Generator) -> list[_Candidate]:
+            fit_rng: np.random.Generator) -> list[Candidate]:
     """Stage 1: fit every distinguisher on the pairs and score their selection runs.
 
     With more than :data:`FINALISTS` pairs the search budget (the fit and selection runs
@@ -266,13 +269,13 @@ def _search(run: _Run, dists: list[tuple[str, Any]],
     if not halving:
         return cands
     best: dict[int, float] = {}
-    for p in selection.rank_tests([c.select for c in cands], delta=run.setup.delta,
-                                  alpha=0.05):
+    for p in selection.rank_tests([c.select for c in cands], CLOPPER_PEARSON_FAMILY,
+                                  delta=run.setup.delta, alpha=0.05):
         best.setdefault(cands[p.candidate].pair, p.anticipated)
     finalists = sorted(best, key=lambda pi: -best[pi])[:FINALISTS]
     outputs = {pi: outputs[pi] for pi in finalists}
     extra = (budget - first) * len(run.pairs) // FINALISTS
-    out: list[_Candidate] = []
+    out: list[Candidate] = []
     for pi in finalists:
         more = _draw_pair(run, pi, extra, "extend")
         pooled = (np.vstack([outputs[pi][0], more[0]]), np.vstack([outputs[pi][1], more[1]]))
@@ -296,7 +299,7 @@ def _draw_pair(run: _Run, pi: int, n: int, stage: str) -> tuple[np.ndarray, np.n
 
 
 def _fit_pair(run: _Run, pi: int, out_D: np.ndarray, out_Dp: np.ndarray,
-              dists: list[tuple[str, Any]], fit_rng: np.random.Generator) -> list[_Candidate]:
+              dists: list[tuple[str, Any]], fit_rng: np.random.Generator) -> list[Candidate]:
     """Every distinguisher fitted on the first share of the search runs, scoring the rest."""
     n_fit, n_sel, n_test = run.sizes
     n_fit = max(1, min(len(out_D) - 1, round(len(out_D) * n_fit / (n_fit + n_sel))))
@@ -315,7 +318,7 @@ def _fit_pair(run: _Run, pi: int, out_D: np.ndarray, out_Dp: np.ndarray,
             scorer = fit(out_D, out_Dp, fit_rng)
             pos, neg = safe_scores(scorer, out_D, name), safe_scores(scorer, out_Dp, name)
         sel = selection.Selection(f"{label} | {name}", pos, neg, n_test, n_test)
-        out.append(_Candidate(pi, name, scorer, sel))
+        out.append(Candidate(pi, name, scorer, sel))
     return out
 
 
@@ -348,31 +351,31 @@ def small_alphabet(out_D: np.ndarray, out_Dp: np.ndarray) -> bool:
     return True
 
 
-def _choose_and_count(run: _Run, cands: list[_Candidate], method: str, alpha: float,
+def _choose_and_count(run: _Run, cands: list[Candidate], bound: Any, alpha: float,
                       top_k: int) -> tuple[stats.ThresholdBound, int]:
     """Stage 2: plan on the selection scores, count the plans on fresh test runs."""
     top_k = int(top_k)
     if top_k < 1:
         raise InputError(f"top_k must be >= 1, got {top_k}")
-    ranked = selection.rank_tests([c.select for c in cands], delta=run.setup.delta,
-                                  alpha=alpha / top_k, method=method, keep=top_k)
-    if method == "cp":
+    ranked = selection.rank_tests([c.select for c in cands], statistics_of(bound),
+                                  delta=run.setup.delta, alpha=alpha / top_k, keep=top_k)
+    if not run.ranked:
         run.ranked = ranked
     plans = ranked[:top_k]
     results = []
     for plan in plans:
         c = cands[plan.candidate]
-        if c.test_pos is None or c.test_neg is None:
+        if c.test is None:
             _score_test(run, cands, c.pair)
-        assert c.test_pos is not None and c.test_neg is not None
-        results.append((selection.bound_planned(plan, c.test_pos, c.test_neg,
-                                                delta=run.setup.delta,
-                                                alpha=alpha / len(plans),
-                                                label=c.select.label), plan.candidate))
-    return max(results, key=lambda r: r[0].epsilon)
+        assert c.test is not None
+        res = c.test.bound_planned(plan, delta=run.setup.delta, alpha=alpha / len(plans))
+        results.append((res, plan.candidate))
+    best = max(results, key=lambda r: r[0].epsilon)
+    cands[best[1]].plan = plans[results.index(best)]
+    return best
 
 
-def _score_test(run: _Run, cands: list[_Candidate], pi: int) -> None:
+def _score_test(run: _Run, cands: list[Candidate], pi: int) -> None:
     """Draw the test runs of pair ``pi`` once, and score them by its every distinguisher."""
     n_test = run.sizes[2]
     mine = [c for c in cands if c.pair == pi]
@@ -386,22 +389,22 @@ def _score_test(run: _Run, cands: list[_Candidate], pi: int) -> None:
             out = sample(run.setup, pr.D if world == 0 else pr.D_prime, n, ss,
                          run.block_size, run.execution)
             for c in mine:
-                scores[id(c)][world].append(safe_scores(c.scorer, out, c.name))
+                scores[id(c)][world].append(safe_scores(c.scorer, out, c.distinguisher))
     for c in mine:
-        c.test_pos, c.test_neg = (np.concatenate(x) for x in scores[id(c)])
+        c.test = ScoreAudit(*(np.concatenate(x) for x in scores[id(c)]), label=c.select.label)
 
 
 # Test runs are drawn and scored this many at a time.
 TEST_CHUNK = 1 << 20
 
 
-def _report(run: _Run, cands: list[_Candidate],
+def _report(run: _Run, cands: list[Candidate],
             cp: tuple[stats.ThresholdBound, int],
             gdp: tuple[stats.ThresholdBound, int] | None,
             dists: list[tuple[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
     chosen, ci = gdp if gdp is not None else cp
     n_fit, n_sel, n_test = run.sizes
-    tested = {c.pair for c in cands if c.test_pos is not None}
+    tested = {c.pair for c in cands if c.test is not None}
     witness = run.pairs[cands[ci].pair]
     details = {
         "epsilon_lower_cp": cp[0].epsilon,
@@ -414,7 +417,7 @@ def _report(run: _Run, cands: list[_Candidate],
         "pairs": [p.label for p in run.pairs],
         "distinguishers": [n for n, _ in dists],
         "pair": witness.label,
-        "distinguisher": cands[ci].name,
+        "distinguisher": cands[ci].distinguisher,
         "statistic": chosen.statistic,
         "relation": run.setup.relation,
         "instance": list(run.setup.notes),
@@ -430,11 +433,11 @@ def _report(run: _Run, cands: list[_Candidate],
     return details, evidence
 
 
-def _search_summary(run: _Run, cands: list[_Candidate]) -> list[dict[str, Any]]:
+def _search_summary(run: _Run, cands: list[Candidate]) -> list[dict[str, Any]]:
     """Each candidate pair's best test as the selection anticipated it (descriptive)."""
     best: dict[int, selection.PlannedTest] = {}
     for p in run.ranked:  # best first
         best.setdefault(cands[p.candidate].pair, p)
-    return [{"pair": run.pairs[pi].label, "distinguisher": cands[p.candidate].name,
+    return [{"pair": run.pairs[pi].label, "distinguisher": cands[p.candidate].distinguisher,
              "anticipated": p.anticipated, "fallback": p.fallback}
             for pi, p in sorted(best.items(), key=lambda kv: -kv[1].anticipated)]

@@ -29,11 +29,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from dpverify.checks.audit.blackbox import audit_blackbox
-from dpverify.checks.audit.onerun import audit_onerun
+from dpverify.checks.audit.blackbox import BlackBoxOptions, audit_blackbox
+from dpverify.checks.audit.onerun import OneRunOptions, audit_onerun
 from dpverify.checks.audit.result import MODES, AuditResult
 from dpverify.checks.audit.sequential import Schedule, audit_sequential
-from dpverify.checks.audit.whitebox import audit_whitebox
+from dpverify.checks.audit.whitebox import WhiteBoxOptions, audit_whitebox
 from dpverify.checks.base import CheckKind, Options, Outcome, register_kind
 from dpverify.core.errors import InputError
 from dpverify.core.prose import Statement, check_options, fmt, metrics_of, order_sentence
@@ -41,23 +41,18 @@ from dpverify.execution.experiment import Experiment
 from dpverify.execution.trials import executor_from_context
 
 DEFAULT_TRIALS = {"blackbox": 20000, "whitebox": 1000}
-# Options each mode accepts (besides those every mode takes).
-_COMMON = {"epsilon", "delta", "confidence", "relation", "params", "seed", "scale", "backend"}
-_REPEATED = {"block_size", "execution", "accountant", "detect_probability"}
-_OPTIONS = {
-    "blackbox": _COMMON | _REPEATED | {"neighbours", "trials", "distinguisher", "bound",
-                                       "splits", "top_k"},
-    "whitebox": _COMMON | _REPEATED | {"neighbours", "trials", "bound", "select_fraction"},
-    "onerun": _COMMON | {"canaries", "guesses", "scores", "canary_norm", "detect_probability"},
-}
+_FUNCTIONS = {"blackbox": (audit_blackbox, BlackBoxOptions),
+              "whitebox": (audit_whitebox, WhiteBoxOptions),
+              "onerun": (audit_onerun, OneRunOptions)}
+# Options each mode accepts: the fields of its options object.
+_OPTIONS = {mode: {f.name for f in fields(kind)} for mode, (_, kind) in _FUNCTIONS.items()}
 # Options of a sequential audit (blackbox and whitebox): they make its Schedule.
 _SCHEDULE = {"detect": "detect", "max_trials": "max_trials", "first_round": "first",
              "detect_probability": "probability"}
-_FUNCTIONS = {"blackbox": audit_blackbox, "whitebox": audit_whitebox, "onerun": audit_onerun}
 
 
 def audit(target: str, *, mode: str = "blackbox", **options: Any) -> AuditResult:
-    """Audit ``target`` in ``mode``; options are those of the mode's function.
+    """Audit ``target`` in ``mode``; options are the fields of the mode's options object.
 
     See :func:`~dpverify.checks.audit.blackbox.audit_blackbox`,
     :func:`~dpverify.checks.audit.whitebox.audit_whitebox` and
@@ -82,7 +77,8 @@ def audit(target: str, *, mode: str = "blackbox", **options: Any) -> AuditResult
     if unknown:
         raise InputError(f"unknown option(s) {unknown} for a {mode} audit; known: "
                          f"{sorted(_OPTIONS[mode])}")
-    return _FUNCTIONS[mode](target, **options)
+    function, options_type = _FUNCTIONS[mode]
+    return function(target, options_type(**options))
 
 
 def _sequential(target: str, mode: str, options: dict[str, Any]) -> AuditResult:

@@ -27,7 +27,8 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy import stats as sstats
@@ -38,12 +39,13 @@ from dpverify.checks.audit.targets import (
     AUTO_NEIGHBOURS,
     SEED_PAIRS,
     SEED_SAMPLES,
+    TargetOptions,
     call_user,
-    prepare,
+    check_trials,
     resolve_neighbours,
 )
 from dpverify.core.data import Dataset, synthetic_classification
-from dpverify.core.errors import InputError, check_positive, check_probability
+from dpverify.core.errors import InputError
 from dpverify.core.registry import is_registered_target, resolve
 from dpverify.execution.trials import run_target, seed_streams
 from dpverify.stats import betting
@@ -141,6 +143,35 @@ def one_run_bound(
         rows.append({"r": r, "v": v, "epsilon": epsilon_one_run(m, r, v, delta, a)})
     best = max(rows, key=lambda row: row["epsilon"])
     return {**best, "m": m, "alpha_each": a, "by_guesses": rows}
+
+
+@dataclass(frozen=True)
+class SteinkeOneRun:
+    """The one-run statistic: correct guesses among the r most confident canaries.
+
+    Steinke, Nasr, Jagielski 2023, Theorem 5.2 and Appendix D (:func:`one_run_bound`),
+    Bonferroni over the numbers of ``guesses``. It is not a counts statistic of
+    :mod:`dpverify.stats.score_audit`: its evidence is the joint ranking of all m canaries
+    of one run, guessed "in" at the top and "out" at the bottom, not an event's rate in
+    two worlds of independent runs.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> inc = rng.random(2000) < 0.5
+    >>> SteinkeOneRun().bound(rng.normal(3.0 * inc, 1.0), inc, delta=1e-5,
+    ...                       alpha=0.05)["epsilon"] > 2.0
+    True
+    """
+
+    guesses: tuple[int, ...] | None = None
+    name: ClassVar[str] = "steinke"
+    citation: ClassVar[str] = "Steinke, Nasr, Jagielski 2023 (Theorem 5.2)"
+
+    def bound(self, scores: np.ndarray, included: np.ndarray, *, delta: float,
+              alpha: float) -> dict[str, Any]:
+        return one_run_bound(scores, included, delta=delta, alpha=alpha,
+                             guesses=self.guesses)
 
 
 def _canaries(m: int, base: Dataset, rng: np.random.Generator, norm: float
@@ -256,30 +287,11 @@ def _correct_needed(m: int, r: int, epsilon: float, delta: float, alpha: float) 
     return lo
 
 
-def audit_onerun(
-    target: str,
-    *,
-    epsilon: float | None = None,
-    delta: float | None = None,
-    canaries: int = 1000,
-    confidence: float = 0.95,
-    params: Mapping[str, Any] | None = None,
-    seed: int = 0,
-    scale: str = "quick",
-    relation: str | None = None,
-    guesses: Sequence[int] | None = None,
-    scores: str = "auto",
-    canary_norm: float | None = None,
-    backend: str = "numpy",
-    detect_probability: float | None = DETECT_PROBABILITY,
-) -> AuditResult:
-    """One-run epsilon lower bound with ``canaries`` records each included w.p. 1/2.
+@dataclass(frozen=True)
+class OneRunOptions(TargetOptions):
+    """The options of a one-run audit (those of :class:`~dpverify.checks.audit.targets.
+    TargetOptions` and these).
 
-    Parameters
-    ----------
-    target
-        A registered GLM-style algorithm (its output is a parameter vector in R^d) or a
-        callable ``f(data, rng, trials)`` returning an array of shape (trials, d).
     canaries
         Number m of canary records. Where a registered target declares ``d`` and it is
         not given, d becomes n + m so the canaries are orthogonal to each other and to
@@ -287,6 +299,8 @@ def audit_onerun(
         instance takes the linear loss (as for the worst-case canary of
         :func:`~dpverify.checks.audit.targets.resolve_neighbours`), so every included canary
         moves every release by the clip.
+    guesses
+        Numbers of guesses tried (Bonferroni over them; default: fractions of m).
     scores
         ``"output"`` (the final output), ``"releases"`` (every released answer, for a
         registered target; each must have d entries) or ``"auto"`` (releases for a
@@ -296,28 +310,53 @@ def audit_onerun(
 
     Examples
     --------
-    >>> r = audit_onerun("noisy_gd:planted_mean_noise_on_sum", canaries=500,
-    ...                  params={"n": 100, "T": 5})
+    >>> OneRunOptions(scores="weights")
+    Traceback (most recent call last):
+    ...
+    dpverify.core.errors.InputError: scores must be 'output', 'releases' or 'auto', got 'weights'
+    """
+
+    canaries: int = 1000
+    guesses: Sequence[int] | None = None
+    scores: str = "auto"
+    canary_norm: float | None = None
+
+    def __post_init__(self) -> None:
+        check_trials(self, "canaries")
+        super().__post_init__()
+        if self.scores not in ("output", "releases", "auto"):
+            raise InputError(f"scores must be 'output', 'releases' or 'auto', got "
+                             f"{self.scores!r}")
+
+
+def audit_onerun(target: str, options: OneRunOptions | None = None) -> AuditResult:
+    """One-run epsilon lower bound with ``options.canaries`` records each included w.p. 1/2.
+
+    ``target`` is a registered GLM-style algorithm (its output is a parameter vector in
+    R^d) or a callable ``f(data, rng, trials)`` returning an array of shape (trials, d).
+
+    Examples
+    --------
+    >>> r = audit_onerun("noisy_gd:planted_mean_noise_on_sum", OneRunOptions(
+    ...     canaries=500, params={"n": 100, "T": 5}))
     >>> r.verdict.value, r.details["scores"], r.details["dimension"]
     ('FAIL', 'releases', 600)
     """
-    m = int(check_positive(canaries, "canaries", integer=True))
-    confidence = check_probability(confidence, "confidence")
-    if scores not in ("output", "releases", "auto"):
-        raise InputError(f"scores must be 'output', 'releases' or 'auto', got {scores!r}")
-    alpha = 1.0 - confidence
-    params, notes = _onerun_params(str(target).strip(), m, params, scale)
-    setup = prepare(target, epsilon=epsilon, delta=delta, params=params, seed=seed,
-                    scale=scale, relation=relation, backend=backend)
+    o = options or OneRunOptions()
+    m = o.canaries
+    params, notes = _onerun_params(str(target).strip(), m, o.params, o.scale)
+    setup = o.prepare(target, params)
     resolve_neighbours(setup, AUTO_NEIGHBOURS)  # the worst-case instance (linear loss)
     setup.notes[:0] = notes
-    strict = scores == "releases"
+    scores = o.scores
     if scores == "auto":
         scores = "releases" if setup.registered else "output"
-    base, (Xc, yc), included, norm = _canary_game(setup, m, canary_norm, seed)
+    base, (Xc, yc), included, norm = _canary_game(setup, m, o.canary_norm, o.seed)
     data = Dataset(np.vstack([base.X, Xc[included]]), np.concatenate([base.y, yc[included]]))
-    sc, eps_acc, acc_note, scores = _scores(setup, data, (Xc, yc), scores, seed, strict)
-    res = one_run_bound(sc, included, delta=setup.delta, alpha=alpha, guesses=guesses)
+    sc, eps_acc, acc_note, scores = _scores(setup, data, (Xc, yc), scores, o.seed,
+                                            o.scores == "releases")
+    statistic = SteinkeOneRun(None if o.guesses is None else tuple(o.guesses))
+    res = statistic.bound(sc, included, delta=setup.delta, alpha=o.alpha)
     details = {
         "canaries": m, "included": int(included.sum()), "guesses": res["r"],
         "correct": res["v"], "scores": scores, "dimension": base.d, "canary_norm": norm,
@@ -328,12 +367,12 @@ def audit_onerun(
     if base.d < m:
         evidence["note"] = f"canaries overlap (d={base.d} < m={m}): still valid, but weaker"
     out = AuditResult(setup.name, "onerun", float(res["epsilon"]), setup.epsilon_claimed,
-                      eps_acc, setup.delta, confidence, 1, "steinke", details, evidence)
-    if detect_probability is None:
+                      eps_acc, setup.delta, o.confidence, 1, statistic.name, details, evidence)
+    if o.detect_probability is None:
         return out
-    return out.with_power(one_run_power(m, guesses, alpha=alpha, delta=setup.delta,
+    return out.with_power(one_run_power(m, o.guesses, alpha=o.alpha, delta=setup.delta,
                                         epsilon=setup.epsilon_claimed,
-                                        probability=detect_probability))
+                                        probability=o.detect_probability))
 
 
 def _canary_game(setup: Any, m: int, canary_norm: float | None, seed: int

@@ -47,6 +47,7 @@ from dpverify.core.errors import (
     check_delta,
     check_epsilon,
     check_positive,
+    check_probability,
 )
 from dpverify.core.registry import Problem, Target, is_registered_target, load_callable, resolve
 from dpverify.execution.trials import (
@@ -59,6 +60,7 @@ from dpverify.execution.trials import (
     sample_outputs,
     seed_streams,
 )
+from dpverify.stats.power import DETECT_PROBABILITY
 
 if TYPE_CHECKING:
     from dpverify.execution.executors import Execution
@@ -175,6 +177,85 @@ class Pair:
             if arr.size <= 64:
                 out[key] = arr.tolist()
         return out
+
+
+@dataclass(frozen=True)
+class TargetOptions:
+    """What every audit takes: the claim to test, the target's parameters and its run.
+
+    ``epsilon``, ``delta``: the claim (``None``: a registered target's own; delta = 0 is
+    pure DP); ``confidence``: 1 - alpha of the reported bound, after every correction;
+    ``params``: parameter overrides; ``seed``, ``scale`` (``quick``/``thorough``),
+    ``relation`` (default: the claim's) and ``backend`` as for :func:`prepare`;
+    ``detect_probability``: the probability at which ``epsilon_detectable`` is caught
+    (``None``: not computed, for repeated self-tests).
+
+    Examples
+    --------
+    >>> TargetOptions(confidence=1.5)
+    Traceback (most recent call last):
+    ...
+    dpverify.core.errors.InputError: confidence must be a number in (0, 1), got 1.5
+    """
+
+    epsilon: float | None = None
+    delta: float | None = None
+    confidence: float = 0.95
+    params: Mapping[str, Any] | None = None
+    seed: int = 0
+    scale: str = "quick"
+    relation: str | None = None
+    backend: str = "numpy"
+    detect_probability: float | None = DETECT_PROBABILITY
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "confidence", check_probability(self.confidence,
+                                                                 "confidence"))
+        if self.detect_probability is not None:
+            check_probability(self.detect_probability, "detect_probability")
+
+    @property
+    def alpha(self) -> float:
+        return 1.0 - self.confidence
+
+    def prepare(self, target: str, params: Mapping[str, Any] | None = None) -> AuditSetup:
+        """The target resolved with these options (``params`` replacing :attr:`params`)."""
+        return prepare(target, epsilon=self.epsilon, delta=self.delta,
+                       params=self.params if params is None else params, seed=self.seed,
+                       scale=self.scale, relation=self.relation, backend=self.backend)
+
+
+@dataclass(frozen=True)
+class RunOptions(TargetOptions):
+    """Options of an audit that runs the target many times: ``trials`` per world (each
+    mode sets its own default), ``block_size`` (trials per seeded block; results depend
+    on the seed and the block size only), ``execution`` (where blocks run, serial by
+    default) and ``accountant`` (whether to account the target's ledger for
+    ``epsilon_accountant``; skipped in repeated self-tests).
+
+    Examples
+    --------
+    >>> RunOptions(trials=2.5)
+    Traceback (most recent call last):
+    ...
+    dpverify.core.errors.InputError: trials must be a positive integer, got 2.5
+    """
+
+    trials: int = 1
+    block_size: int | None = None
+    execution: Execution | None = None
+    accountant: bool = True
+
+    def __post_init__(self) -> None:
+        check_trials(self)
+        super().__post_init__()
+
+
+def check_trials(options: Any, name: str = "trials") -> None:
+    """Coerce ``options.<name>`` to a positive int in place (a frozen options object)."""
+    object.__setattr__(options, name, int(check_positive(getattr(options, name), name,
+                                                         integer=True)))
+
 
 
 def prepare(

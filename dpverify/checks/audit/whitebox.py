@@ -66,15 +66,15 @@ from dpverify.checks.audit.result import AuditResult
 from dpverify.checks.audit.targets import (
     AUTO_NEIGHBOURS,
     SEED_SAMPLES,
+    RunOptions,
     accountant_epsilon,
     make_pairs,
     plain_ledger,
-    prepare,
     resolve_neighbours,
 )
 from dpverify.core.curator import AMPLIFIED, Ledger, ReplayRecord
 from dpverify.core.data import NeighbourPair
-from dpverify.core.errors import InputError, check_positive, check_probability
+from dpverify.core.errors import InputError
 from dpverify.execution.trials import (
     DEFAULT_BLOCK,
     BlockPlan,
@@ -90,6 +90,13 @@ from dpverify.stats.power import (
     detectable_gdp_mean,
     detectable_gdp_variance,
     threshold_test_power,
+)
+from dpverify.stats.score_audit import (
+    ClopperPearson,
+    SampledGaussian,
+    ScoreAudit,
+    Split,
+    statistics_of,
 )
 
 if TYPE_CHECKING:
@@ -342,12 +349,14 @@ class WhiteboxBound:
     """
 
     alpha: float
-    bound: str = "auto"
+    bound: Any = "auto"
     select_fraction: float = 0.3
     probability: float | None = DETECT_PROBABILITY
 
     def __post_init__(self) -> None:
-        if self.bound not in BOUNDS:
+        if not isinstance(self.bound, str):
+            statistics_of(self.bound)
+        elif self.bound not in BOUNDS:
             raise InputError(f"bound must be one of {BOUNDS}, got {self.bound!r}")
         if not 0.0 < float(self.select_fraction) < 1.0:
             raise InputError(f"select_fraction must be in (0, 1), got {self.select_fraction!r}")
@@ -358,6 +367,7 @@ def whitebox_pairs(setup: Any, neighbours: str | Sequence[str]) -> list[Any]:
 
     Examples
     --------
+    >>> from dpverify.checks.audit.targets import prepare
     >>> s = prepare("noisy_gd:sound", params={"T": 2, "n": 20})
     >>> [p.label for p in whitebox_pairs(s, "worst_case,outlier")]
     ['worst_case', 'outlier']
@@ -380,6 +390,7 @@ def collect_runs(setup: Any, pairs: list[Any], trials: int, seeds: Sequence[Any]
 
     Examples
     --------
+    >>> from dpverify.checks.audit.targets import prepare
     >>> s = prepare("noisy_gd:sound", params={"T": 2, "n": 20})
     >>> runs = collect_runs(s, whitebox_pairs(s, "worst_case"), 4, [np.random.SeedSequence(0)])
     >>> runs[0]["loss_D"].shape, runs[0]["canary_in_D"]
@@ -419,65 +430,66 @@ def merge_runs(old: list[dict[str, Any]] | None, new: list[dict[str, Any]]
     return out
 
 
-def audit_whitebox(
-    target: str,
-    *,
-    epsilon: float | None = None,
-    delta: float | None = None,
-    neighbours: str | Sequence[str] = AUTO_NEIGHBOURS,
-    trials: int = 5000,
-    confidence: float = 0.95,
-    bound: str = "auto",
-    params: Mapping[str, Any] | None = None,
-    seed: int = 0,
-    scale: str = "quick",
-    relation: str | None = None,
-    select_fraction: float = 0.3,
-    block_size: int | None = None,
-    backend: str = "numpy",
-    execution: Execution | None = None,
-    accountant: bool = True,
-    detect_probability: float | None = DETECT_PROBABILITY,
-) -> AuditResult:
-    """White-box epsilon lower bound of a registered curator algorithm.
+@dataclass(frozen=True)
+class WhiteBoxOptions(RunOptions):
+    """The options of a white-box audit (those of :class:`~dpverify.checks.audit.targets.
+    RunOptions` and these).
 
-    Parameters
-    ----------
-    target
-        A registered ``name`` or ``name:variant`` (it must run through the curator).
+    neighbours
+        As for :class:`~dpverify.checks.audit.blackbox.BlackBoxOptions`.
     trials
         Transcripts replayed under each world of each pair (2 x trials runs per pair).
     bound
         ``"auto"`` (GDP where every release is an unsampled Gaussian, the parametric
         sampled-Gaussian bound where every release is a Poisson-sampled or full-batch
         Gaussian under add/remove, else CP), ``"cp"``, ``"gdp"`` or ``"parametric"``
-        (forced; the report carries the assumption).
+        (forced; the report carries the assumption), or a counts statistic of
+        :mod:`dpverify.stats.score_audit` bounding the loss's threshold test in place of
+        Clopper-Pearson.
     select_fraction
-        Share of the transcripts used to choose the CP threshold.
-    detect_probability
-        The probability at which ``epsilon_detectable`` is caught (``None``: not computed).
-
-    Other parameters are as in :func:`dpverify.checks.audit.blackbox.audit_blackbox`.
+        Share of the transcripts used to choose the threshold.
 
     Examples
     --------
-    >>> r = audit_whitebox("noisy_gd:sound", params={"T": 5, "n": 50, "loss": "linear"},
-    ...                    trials=1000)
+    >>> WhiteBoxOptions(bound="exact")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dpverify.core.errors.InputError: bound must be one of (...), got 'exact'
+    """
+
+    trials: int = 5000
+    neighbours: str | Sequence[str] = AUTO_NEIGHBOURS
+    bound: Any = "auto"
+    select_fraction: float = 0.3
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.how()  # checks bound and select_fraction
+
+    def how(self, alpha: float | None = None) -> WhiteboxBound:
+        """How the losses are bounded, at ``alpha`` (default: 1 - confidence)."""
+        return WhiteboxBound(self.alpha if alpha is None else alpha, self.bound,
+                             self.select_fraction, self.detect_probability)
+
+
+def audit_whitebox(target: str, options: WhiteBoxOptions | None = None) -> AuditResult:
+    """White-box epsilon lower bound of a registered curator algorithm ``target``
+    (``name`` or ``name:variant``; it must run through the curator).
+
+    Examples
+    --------
+    >>> r = audit_whitebox("noisy_gd:sound", WhiteBoxOptions(
+    ...     params={"T": 5, "n": 50, "loss": "linear"}, trials=1000))
     >>> r.bound, r.verdict.value, 0.8 < r.tightness <= 1.0, r.epsilon_detectable < 1.2
     ('gdp', 'PASS', True, True)
     """
-    trials = int(check_positive(trials, "trials", integer=True))
-    confidence = check_probability(confidence, "confidence")
-    if detect_probability is not None:
-        check_probability(detect_probability, "detect_probability")
-    how = WhiteboxBound(1.0 - confidence, bound, select_fraction, detect_probability)
-    setup = prepare(target, epsilon=epsilon, delta=delta, params=params, seed=seed,
-                    scale=scale, relation=relation, backend=backend)
-    pairs = whitebox_pairs(setup, neighbours)
-    sample_root = seed_streams(seed, SEED_SAMPLES + 1)[SEED_SAMPLES]
-    runs = collect_runs(setup, pairs, trials, seed_streams(sample_root, len(pairs)),
-                        block_size, execution)
-    return whitebox_result(setup, runs, how, accountant)
+    o = options or WhiteBoxOptions()
+    setup = o.prepare(target)
+    pairs = whitebox_pairs(setup, o.neighbours)
+    sample_root = seed_streams(o.seed, SEED_SAMPLES + 1)[SEED_SAMPLES]
+    runs = collect_runs(setup, pairs, o.trials, seed_streams(sample_root, len(pairs)),
+                        o.block_size, o.execution)
+    return whitebox_result(setup, runs, o.how(), o.accountant)
 
 
 def _gdp(runs: list[dict[str, Any]], alpha: float) -> tuple[float, str, str]:
@@ -494,11 +506,15 @@ def _gdp(runs: list[dict[str, Any]], alpha: float) -> tuple[float, str, str]:
 def _parametric(setup: Any, runs: list[dict[str, Any]], alpha: float
                 ) -> dict[str, Any] | str:
     """The sampled-Gaussian family's bound (Bonferroni over pairs), or why it does not apply."""
-    return sampled.bound_runs(sampled.family_of(plain_ledger(setup), setup.relation), runs,
-                              alpha=alpha, delta=setup.delta)
+    family = sampled.family_of(plain_ledger(setup), setup.relation)
+    if isinstance(family, str):
+        return family
+    return SampledGaussian(family).bound_runs(runs, alpha=alpha, delta=setup.delta)
 
 
-def _choose(bound: str, gdp_valid: bool, par: dict[str, Any] | str, delta: float) -> str:
+def _choose(bound: Any, gdp_valid: bool, par: dict[str, Any] | str, delta: float) -> str:
+    if not isinstance(bound, str):
+        return "+".join(s.name for s in statistics_of(bound))
     if bound == "parametric" and isinstance(par, str):
         raise InputError(f"the parametric bound does not apply: {par}")
     if bound != "auto":
@@ -514,6 +530,7 @@ def whitebox_result(setup: Any, runs: list[dict[str, Any]], how: WhiteboxBound,
 
     Examples
     --------
+    >>> from dpverify.checks.audit.targets import prepare
     >>> s = prepare("noisy_gd:sound", params={"T": 2, "n": 20, "loss": "linear"})
     >>> runs = collect_runs(s, whitebox_pairs(s, "worst_case"), 200,
     ...                     [np.random.SeedSequence(0)])
@@ -523,10 +540,11 @@ def whitebox_result(setup: Any, runs: list[dict[str, Any]], how: WhiteboxBound,
     """
     alpha = how.alpha
     n = int(runs[0]["loss_D"].size)
-    n_sel = max(1, min(n - 1, int(round(n * float(how.select_fraction)))))
-    candidates = [stats.ScoreSplit(r["label"], r["loss_D"][:n_sel], r["loss_D_prime"][:n_sel],
-                                   r["loss_D"][n_sel:], r["loss_D_prime"][n_sel:]) for r in runs]
-    cp = stats.bound_from_scores(candidates, delta=setup.delta, alpha=alpha, method="cp")
+    split = Split(how.select_fraction)
+    n_sel = split.sizes(n)[0]
+    audits = [ScoreAudit(r["loss_D"], r["loss_D_prime"], r["label"]) for r in runs]
+    counted = ClopperPearson() if isinstance(how.bound, str) else how.bound
+    cp = split.bound(audits, statistics_of(counted), delta=setup.delta, alpha=alpha)
     gdp_valid = all(r["gaussian"] for r in runs)
     if gdp_valid:
         par: dict[str, Any] | str = "not tried: every release is an unsampled Gaussian"
@@ -541,13 +559,12 @@ def whitebox_result(setup: Any, runs: list[dict[str, Any]], how: WhiteboxBound,
         gdp_eps = (stats.epsilon_from_gdp(gdp_mu, setup.delta) if setup.delta > 0
                    else (math.inf if gdp_mu > 0 else 0.0))
     if chosen == "gdp":
-        eps, label = gdp_eps, gdp_pair
+        eps, best = gdp_eps, next(r for r in runs if r["label"] == gdp_pair)
     elif chosen == "parametric":
         assert isinstance(par, dict)
-        eps, label = par["epsilon"], par["pair"]
+        eps, best = par["epsilon"], next(r for r in runs if r["label"] == par["pair"])
     else:
-        eps, label = cp.epsilon, cp.label.removesuffix(" (reversed)")
-    best = next(r for r in runs if r["label"] == label)
+        eps, best = cp.epsilon, runs[cp.candidate]
     details = _details(setup, runs, best, cp, (gdp_eps, gdp_mu, gdp_valid, gdp_method), par)
     eps_acc, acc_note = (accountant_epsilon(setup) if accountant
                          else (None, "not computed (accountant=False)"))
@@ -578,7 +595,7 @@ def _power(chosen: str, setup: Any, how: WhiteboxBound, sizes: tuple[int, int, i
         assert isinstance(par, dict)
         return sampled.parametric_power(par["family"], n, **kw)
     return threshold_test_power(cp.n_pos, cp.n_neg, alpha=cp.alpha, delta=setup.delta,
-                                epsilon=setup.epsilon_claimed, method="cp",
+                                epsilon=setup.epsilon_claimed, method=cp.method,
                                 probability=how.probability, selection=(n_sel, n_sel))
 
 

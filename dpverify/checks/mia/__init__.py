@@ -15,16 +15,16 @@ Importing it registers the ``mia`` check kind; ``dpverify mia`` is its command.
 
 Examples
 --------
->>> from dpverify.checks.mia import membership_inference
->>> r = membership_inference("dp_sgd:sound", trials=800, attack="loss",
-...                          params={"n": 100, "T": 5, "q": 1.0}, accountant=False)
+>>> from dpverify.checks.mia import MembershipOptions, membership_inference
+>>> r = membership_inference("dp_sgd:sound", MembershipOptions(trials=800, attack="loss",
+...                          params={"n": 100, "T": 5, "q": 1.0}, accountant=False))
 >>> r.verdict.value, r.auc <= r.metrics()["auc_ceiling"]
 ('PASS', True)
 """
 
 from dpverify.checks.mia.attacks import ATTACKS, LiraFit, fit_lira, resolve_attacks, scores
 from dpverify.checks.mia.check import MiaCheck, MiaOptions, mia_of
-from dpverify.checks.mia.core import MiaResult, membership_inference
+from dpverify.checks.mia.core import MembershipOptions, MiaResult, membership_inference
 from dpverify.checks.mia.game import (
     DESIGNS,
     Observations,
@@ -57,6 +57,7 @@ __all__ = [
     "fit_lira",
     "heldout_pool",
     "make_pool",
+    "MembershipOptions",
     "membership_inference",
     "MiaCheck",
     "MiaOptions",

@@ -30,15 +30,20 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from dpverify.checks.base import CheckKind, Options, Outcome, register_kind
-from dpverify.checks.mia.core import DEFAULT_TRIALS, MiaResult, membership_inference
+from dpverify.checks.mia.core import (
+    DEFAULT_TRIALS,
+    MembershipOptions,
+    MiaResult,
+    membership_inference,
+)
 from dpverify.core.prose import Statement, fmt, metrics_of, order_sentence
 from dpverify.execution.experiment import Experiment
 
 
 @dataclass(frozen=True)
 class MiaOptions(Options):
-    """The keyword options of :func:`membership_inference` a suite may give; ``None``
-    leaves the function's default."""
+    """The fields of :class:`~dpverify.checks.mia.core.MembershipOptions` a suite may give;
+    ``None`` leaves its default (the experiment sets the target's run)."""
 
     epsilon: float | None = None
     delta: float | None = None
@@ -104,4 +109,4 @@ def mia_of(exp: Experiment, options: MiaOptions) -> MiaResult:
               backend=exp.backend)
     if exp.execution is not None:
         kw["execution"] = exp.execution
-    return membership_inference(exp.spec, **kw)
+    return membership_inference(exp.spec, MembershipOptions(**kw))

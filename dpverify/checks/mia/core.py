@@ -12,7 +12,7 @@ Two tests of the claim share the error probability alpha = 1 - confidence (Bonfe
 alpha / 2 each):
 
 * the ROC test: Clopper-Pearson bounds on the chosen threshold's FPR and FNR give the
-  epsilon lower bound of :func:`dpverify.stats.audit_bounds.bound_from_scores`; it exceeds the
+  epsilon lower bound of :class:`dpverify.stats.score_audit.ScoreAudit`; it exceeds the
   claimed epsilon exactly when the bounded ROC point (FPR_upper, TPR_lower) lies above
   the ceiling :func:`~dpverify.stats.membership_bounds.tpr_ceiling` of the claim;
 * the AUC test: a Hoeffding lower bound on the test split's AUC against
@@ -28,7 +28,7 @@ record) pair of the select and test splits, next to the largest values the claim
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,8 +37,8 @@ import numpy as np
 from dpverify.checks.audit.targets import (
     DEFAULT_USER_D,
     DEFAULT_USER_N,
+    RunOptions,
     accountant_epsilon,
-    prepare,
 )
 from dpverify.checks.base import Outcome, jsonable
 from dpverify.checks.mia import attacks as atk
@@ -52,15 +52,15 @@ from dpverify.checks.mia.game import (
 )
 from dpverify.core.claims import Verdict
 from dpverify.core.data import Dataset, as_dataset, check_finite, synthetic_classification
-from dpverify.core.errors import InputError, check_positive, check_probability
+from dpverify.core.errors import InputError
 from dpverify.core.registry import load_callable
 from dpverify.execution.trials import seed_streams
-from dpverify.stats import audit_bounds as stats
 from dpverify.stats import membership_bounds as bounds
-from dpverify.stats.power import DETECT_PROBABILITY, threshold_test_power
+from dpverify.stats.power import threshold_test_power
+from dpverify.stats.score_audit import ClopperPearson, ScoreAudit, Split, statistics_of
 
 if TYPE_CHECKING:
-    from dpverify.execution.executors import Execution
+    pass
 
 # Root-seed children: 0 is the problem's data and 4 the accountant run (dpverify.checks.audit),
 # then these.
@@ -236,41 +236,11 @@ def _all_pairs(S: np.ndarray, obs: Observations, rows: np.ndarray) -> tuple[np.n
     return S[rows][M], S[rows][~M]
 
 
-def membership_inference(
-    target: str,
-    *,
-    epsilon: float | None = None,
-    delta: float | None = None,
-    trials: int = DEFAULT_TRIALS,
-    attack: str = "lira",
-    design: str | None = None,
-    pool: int = DEFAULT_POOL,
-    records: str = "data",
-    confidence: float = 0.95,
-    splits: Sequence[float] | None = None,
-    statistic: str = "auto",
-    data: str | Dataset | None = None,
-    nonmembers: str = "pool",
-    auc_test: bool = True,
-    params: Mapping[str, Any] | None = None,
-    seed: int = 0,
-    scale: str = "quick",
-    relation: str | None = None,
-    block_size: int | str | None = None,
-    backend: str = "numpy",
-    execution: Execution | None = None,
-    accountant: bool = True,
-    detect_probability: float | None = DETECT_PROBABILITY,
-) -> MiaResult:
-    """Membership inference against ``target``, judged against its privacy claim.
+@dataclass(frozen=True)
+class MembershipOptions(RunOptions):
+    """The options of a membership-inference audit (those of
+    :class:`~dpverify.checks.audit.targets.RunOptions` and these).
 
-    Parameters
-    ----------
-    target
-        ``name``, ``name:variant`` (registered) or ``module:function`` with the signature
-        ``f(data, rng, trials) -> array (trials, p)``.
-    epsilon, delta
-        The claim; for a registered target they default to its own.
     trials
         Models trained (every one is a shadow model or an attacked model).
     attack
@@ -284,8 +254,6 @@ def membership_inference(
         Number of target records, and where they come from: ``"data"`` (records of the
         data, so members and non-members share one distribution) or a canary kind
         (``"outlier"``, ``"clip_boundary"``, ``"fresh_direction"``).
-    confidence
-        1 - alpha, shared by the ROC and the AUC tests.
     splits
         Shadow, select and test fractions (default (0.4, 0.2, 0.4) with LiRA, else
         (0, 0.3, 0.7)).
@@ -307,165 +275,203 @@ def membership_inference(
         AUC above the ceiling then shows a shift between the two sets, not a leak.
     auc_test
         Also test the AUC against the claim's ceiling (each test then at alpha / 2).
-    params, seed, scale, relation, backend
-        As for :func:`dpverify.checks.audit.audit_blackbox`.
-    block_size, execution
+    bound
+        The counts statistic(s) of the ROC test (:mod:`dpverify.stats.score_audit`;
+        default Clopper-Pearson).
+    block_size
         Trials per seeded block (default: sized to the data for a registered target, 1024
-        for a callable) and where blocks run; results depend on the seed and the block
-        size only.
-    accountant
-        Whether to account a registered target's ledger for ``epsilon_accountant``.
-    detect_probability
-        The probability at which ``epsilon_detectable`` is caught: the epsilon of a
-        Gaussian-trade-off mechanism that the ROC test, with its held-out members and
-        non-members and its level, refutes with that probability
-        (:func:`~dpverify.stats.power.threshold_test_power`; the AUC test only adds power).
-        ``None``: not computed.
+        for a callable).
 
-    Returns
-    -------
-    MiaResult
+    ``detect_probability`` is caught by the ROC test alone: the epsilon of a
+    Gaussian-trade-off mechanism that it refutes with that probability
+    (:func:`~dpverify.stats.power.threshold_test_power`; the AUC test only adds power).
 
     Examples
     --------
-    >>> r = membership_inference("dp_sgd:planted_no_clip", trials=600, attack="loss",
-    ...                          records="outlier", pool=4, design="single",
-    ...                          params={"n": 100, "T": 10, "q": 1.0}, accountant=False)
-    >>> r.verdict.value, r.epsilon_lower > r.epsilon_claimed
-    ('FAIL', True)
+    >>> MembershipOptions(splits=(0.5, 0.5, 0.5))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dpverify.core.errors.InputError: splits must be three fractions ..., got [0.5, 0.5, 0.5]
     """
-    trials = int(check_positive(trials, "trials", integer=True))
-    confidence = check_probability(confidence, "confidence")
-    alpha = 1.0 - confidence
-    names = atk.resolve_attacks(attack)
-    setup = prepare(target, epsilon=epsilon, delta=delta, params=params, seed=seed,
-                    scale=scale, relation=relation, backend=backend)
-    if design is None:
-        design = "poisson" if setup.registered else "single"
-    if design not in DESIGNS:
-        raise InputError(f"design must be one of {DESIGNS}, got {design!r}")
-    population = setup.problem.data if setup.registered else _population(setup, data, seed)
-    pool_rng = np.random.default_rng(seed_streams(seed, SEED_POOL + 1)[SEED_POOL])
-    if nonmembers == "pool":
-        the_pool = make_pool(population, size=pool, records=records,
-                             relation=setup.relation, rng=pool_rng)
-    else:
-        if records != "data":
-            raise InputError("held-out non-members need records = 'data' (members are "
-                             f"training records), got {records!r}")
-        held = _heldout(nonmembers, setup.problem if setup.registered else population,
-                        pool_rng)
-        the_pool = heldout_pool(population, held, size=pool, rng=pool_rng)
-        design = HELDOUT
 
-    if splits is None:
-        splits = LIRA_SPLITS if "lira" in names else LOSS_SPLITS
+    trials: int = DEFAULT_TRIALS
+    attack: str = "lira"
+    design: str | None = None
+    pool: int = DEFAULT_POOL
+    records: str = "data"
+    splits: Sequence[float] | None = None
+    statistic: str = "auto"
+    data: str | Dataset | None = None
+    nonmembers: str = "pool"
+    auc_test: bool = True
+    bound: Any = field(default_factory=ClopperPearson)
+    block_size: int | str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        statistics_of(self.bound)
+        if self.design is not None and self.design not in DESIGNS:
+            raise InputError(f"design must be one of {DESIGNS}, got {self.design!r}")
+        if self.splits is not None:
+            _check_splits(self.splits)
+
+    def fractions(self, names: Sequence[str]) -> list[float]:
+        """Shadow, select and test fractions for the attacks ``names``."""
+        fr = _check_splits(self.splits if self.splits is not None
+                           else LIRA_SPLITS if "lira" in names else LOSS_SPLITS)
+        if "lira" in names and fr[0] <= 0:
+            raise InputError("the LiRA attack needs a shadow split > 0")
+        return fr
+
+
+def _check_splits(splits: Sequence[float]) -> list[float]:
     fr = [float(f) for f in splits]
     if len(fr) != 3 or any(f < 0 for f in fr) or fr[1] <= 0 or fr[2] <= 0 \
             or abs(sum(fr) - 1.0) > 1e-9:
         raise InputError(f"splits must be three fractions (shadow, select, test) summing to "
                          f"1 with select and test > 0, got {list(splits)}")
-    if "lira" in names and fr[0] <= 0:
-        raise InputError("the LiRA attack needs a shadow split > 0")
-    n_shadow = int(math.floor(trials * fr[0]))
-    n_select = int(math.floor(trials * fr[1]))
-    n_test = trials - n_shadow - n_select
+    return fr
 
-    game_seed = seed_streams(seed, SEED_GAME + 1)[SEED_GAME]
-    play = play_registered if setup.registered else play_callable
-    obs = play(setup, the_pool, trials=trials, design=design, statistic=statistic,
-               seed=game_seed, block_size=block_size, execution=execution)
-    rows_shadow = np.arange(n_shadow)
-    rows_select = np.arange(n_shadow, n_shadow + n_select)
-    rows_test = np.arange(n_shadow + n_select, trials)
-    rows_eval = np.arange(n_shadow, trials)
-    for label, rows in (("select", rows_select), ("test", rows_test)):
-        b = obs.member[rows, obs.target_index[rows]]
-        if b.all() or not b.any():
-            raise InputError(f"{trials} trials leave the {label} split without members or "
-                             "without non-members; give more trials")
 
+@dataclass
+class _Game:
+    """The played game: its setup, pool, design, observations and split rows."""
+
+    setup: Any
+    pool: Any
+    design: str
+    obs: Observations
+    rows: dict[str, np.ndarray]
+
+
+def membership_inference(target: str, options: MembershipOptions | None = None) -> MiaResult:
+    """Membership inference against ``target``, judged against its privacy claim.
+
+    ``target`` is ``name``, ``name:variant`` (registered) or ``module:function`` with the
+    signature ``f(data, rng, trials) -> array (trials, p)``; the claim defaults to a
+    registered target's own.
+
+    Examples
+    --------
+    >>> r = membership_inference("dp_sgd:planted_no_clip", MembershipOptions(
+    ...     trials=600, attack="loss", records="outlier", pool=4, design="single",
+    ...     params={"n": 100, "T": 10, "q": 1.0}, accountant=False))
+    >>> r.verdict.value, r.epsilon_lower > r.epsilon_claimed
+    ('FAIL', True)
+    """
+    o = options or MembershipOptions()
+    names = atk.resolve_attacks(o.attack)
+    game = _play(target, o, names)
+    setup, obs, rows = game.setup, game.obs, game.rows
     fit = None
     if "lira" in names:
-        fit = atk.fit_lira(obs.stats["lira"][rows_shadow], obs.member[rows_shadow])
+        fit = atk.fit_lira(obs.stats["lira"][rows["shadow"]], obs.member[rows["shadow"]])
     scored = {a: atk.scores(a, obs.stats, fit) for a in names}
-
-    alpha_roc = alpha / 2.0 if auc_test else alpha
-    candidates = []
-    for a in names:
-        sp, sn = _per_trial(scored[a], obs, rows_select)
-        tp, tn = _per_trial(scored[a], obs, rows_test)
-        candidates.append(stats.ScoreSplit(a, sp, sn, tp, tn))
-    roc = stats.bound_from_scores(candidates, delta=setup.delta, alpha=alpha_roc, method="cp")
-    chosen = roc.label.removesuffix(" (reversed)")
-
-    auc_lower = None
-    auc_test_info: dict[str, Any] = {}
-    if auc_test:
-        # Attack and orientation chosen on the selection split, bounded on the test split.
-        best, sign, best_gap = names[0], 1.0, -1.0
-        for c in candidates:
-            gap = bounds.roc_auc(c.select_pos, c.select_neg) - 0.5
-            if abs(gap) > best_gap:
-                best, sign, best_gap = c.label, (1.0 if gap >= 0 else -1.0), abs(gap)
-        c = next(c for c in candidates if c.label == best)
-        auc_lower = bounds.auc_lower_bound(sign * c.test_pos, sign * c.test_neg, alpha / 2.0)
-        auc_test_info = {"attack": best, "reversed": sign < 0,
-                         "auc_test_split": bounds.roc_auc(sign * c.test_pos, sign * c.test_neg),
-                         "auc_lower": auc_lower, "alpha": alpha / 2.0,
-                         "members": int(c.test_pos.size), "non_members": int(c.test_neg.size)}
-
+    parts = [(ScoreAudit(*_per_trial(scored[a], obs, rows["select"]), label=a),
+              ScoreAudit(*_per_trial(scored[a], obs, rows["test"]), label=a)) for a in names]
+    roc = Split().bound_parts(parts, statistics_of(o.bound), delta=setup.delta,
+                              alpha=o.alpha / 2.0 if o.auc_test else o.alpha)
+    chosen = names[roc.candidate]
+    auc_lower, auc_test_info = _auc_test(parts, o.alpha / 2.0) if o.auc_test else (None, {})
     per_attack: dict[str, Any] = {}
     for a in names:
-        pos, neg = _all_pairs(scored[a], obs, rows_eval)
+        pos, neg = _all_pairs(scored[a], obs, rows["eval"])
         per_attack[a] = {"auc": bounds.roc_auc(pos, neg),
                          **{f"tpr_at_fpr_{f:g}": bounds.tpr_at_fpr(pos, neg, f) for f in FPRS}}
     head = per_attack[chosen]
-
-    eps_acc: float | None = None
-    acc_note = "not computed (accountant=False)"
-    if accountant:
-        if setup.registered:
-            eps_acc, acc_note = accountant_epsilon(setup)
-        else:
-            fn_acc = getattr(setup.fn, "epsilon_accountant", None)
-            if callable(fn_acc):
-                eps_acc, acc_note = float(fn_acc(setup.delta)), "the target's epsilon_accountant"
-            else:
-                acc_note = "a callable has no ledger"
-
-    fpr_ub, fnr_ub = roc.fpr_upper, roc.fnr_upper
+    eps_acc, acc_note = _accountant(setup, o.accountant)
     details = {
-        "pool": the_pool.m,
-        "records": records,
-        "nonmembers": nonmembers,
-        "relation": setup.relation,
-        "split": [n_shadow, n_select, n_test],
-        "attacks": per_attack,
-        "target_calls": obs.calls,
-        "epsilon_lower_attack": roc.label,
+        "pool": game.pool.m, "records": o.records, "nonmembers": o.nonmembers,
+        "relation": setup.relation, "split": [len(rows[k]) for k in ("shadow", "select",
+                                                                   "test")],
+        "attacks": per_attack, "target_calls": obs.calls, "epsilon_lower_attack": roc.label,
     }
     evidence = {
-        "roc_test": {**roc.to_dict(), "tpr_lower": 1.0 - fnr_ub,
+        "roc_test": {**roc.to_dict(), "tpr_lower": 1.0 - roc.fnr_upper,
                      "tpr_ceiling_at_fpr_upper": float(bounds.tpr_ceiling(
-                         fpr_ub, setup.epsilon_claimed, setup.delta))},
-        "auc_test": auc_test_info,
-        "accountant": acc_note,
+                         roc.fpr_upper, setup.epsilon_claimed, setup.delta))},
+        "auc_test": auc_test_info, "accountant": acc_note,
         "output_shape": list(obs.output_shape),
     }
     if fit is not None:
         evidence["lira_fit"] = {"sd_in": fit.sd_in, "sd_out": fit.sd_out,
                                 "min_shadows_in": int(fit.shadows_in.min()),
                                 "min_shadows_out": int(fit.shadows_out.min())}
-    res = MiaResult(setup.name, chosen, design, roc.epsilon, setup.epsilon_claimed, eps_acc,
-                    setup.delta, confidence, trials, head["auc"], auc_lower,
+    res = MiaResult(setup.name, chosen, game.design, roc.epsilon, setup.epsilon_claimed,
+                    eps_acc, setup.delta, o.confidence, o.trials, head["auc"], auc_lower,
                     {f: head[f"tpr_at_fpr_{f:g}"] for f in FPRS}, details, evidence)
-    if detect_probability is not None:
+    if o.detect_probability is not None:
         pw = threshold_test_power(roc.n_pos, roc.n_neg, alpha=roc.alpha, delta=setup.delta,
-                                  epsilon=setup.epsilon_claimed, method="cp",
-                                  probability=detect_probability,
-                                  selection=(candidates[0].select_pos.size,
-                                             candidates[0].select_neg.size))
+                                  epsilon=setup.epsilon_claimed, method=roc.method,
+                                  probability=o.detect_probability,
+                                  selection=(parts[0][0].n_pos, parts[0][0].n_neg))
         res.epsilon_detectable, res.detect_probability = pw.epsilon, pw.probability
         res.power = pw.to_dict()
     return res
+
+
+def _play(target: str, o: MembershipOptions, names: Sequence[str]) -> _Game:
+    """Prepare the target, make the pool, play the game and cut its trials into splits."""
+    setup = o.prepare(target)
+    design = o.design or ("poisson" if setup.registered else "single")
+    population = (setup.problem.data if setup.registered
+                  else _population(setup, o.data, o.seed))
+    pool_rng = np.random.default_rng(seed_streams(o.seed, SEED_POOL + 1)[SEED_POOL])
+    if o.nonmembers == "pool":
+        the_pool = make_pool(population, size=o.pool, records=o.records,
+                             relation=setup.relation, rng=pool_rng)
+    else:
+        if o.records != "data":
+            raise InputError("held-out non-members need records = 'data' (members are "
+                             f"training records), got {o.records!r}")
+        held = _heldout(o.nonmembers, setup.problem if setup.registered else population,
+                        pool_rng)
+        the_pool = heldout_pool(population, held, size=o.pool, rng=pool_rng)
+        design = HELDOUT
+    fr = o.fractions(names)
+    trials = o.trials
+    n_shadow = int(math.floor(trials * fr[0]))
+    n_select = int(math.floor(trials * fr[1]))
+    game_seed = seed_streams(o.seed, SEED_GAME + 1)[SEED_GAME]
+    play = play_registered if setup.registered else play_callable
+    obs = play(setup, the_pool, trials=trials, design=design, statistic=o.statistic,
+               seed=game_seed, block_size=o.block_size, execution=o.execution)
+    rows = {"shadow": np.arange(n_shadow),
+            "select": np.arange(n_shadow, n_shadow + n_select),
+            "test": np.arange(n_shadow + n_select, trials),
+            "eval": np.arange(n_shadow, trials)}
+    for label in ("select", "test"):
+        b = obs.member[rows[label], obs.target_index[rows[label]]]
+        if b.all() or not b.any():
+            raise InputError(f"{trials} trials leave the {label} split without members or "
+                             "without non-members; give more trials")
+    return _Game(setup, the_pool, design, obs, rows)
+
+
+def _auc_test(parts: Sequence[tuple[ScoreAudit, ScoreAudit]], alpha: float
+              ) -> tuple[float, dict[str, Any]]:
+    """The AUC's lower bound: attack and orientation chosen on the selection split,
+    bounded on the test split."""
+    best, sign, best_gap = 0, 1.0, -1.0
+    for i, (sel, _) in enumerate(parts):
+        gap = bounds.roc_auc(sel.scores_D, sel.scores_D_prime) - 0.5
+        if abs(gap) > best_gap:
+            best, sign, best_gap = i, (1.0 if gap >= 0 else -1.0), abs(gap)
+    t = parts[best][1]
+    pos, neg = sign * t.scores_D, sign * t.scores_D_prime
+    auc_lower = bounds.auc_lower_bound(pos, neg, alpha)
+    return auc_lower, {"attack": t.label, "reversed": sign < 0,
+                       "auc_test_split": bounds.roc_auc(pos, neg), "auc_lower": auc_lower,
+                       "alpha": alpha, "members": int(t.n_pos), "non_members": int(t.n_neg)}
+
+
+def _accountant(setup: Any, asked: bool) -> tuple[float | None, str]:
+    """The target's accountant epsilon (a registered ledger, or a callable's own)."""
+    if not asked:
+        return None, "not computed (accountant=False)"
+    if setup.registered:
+        return accountant_epsilon(setup)
+    fn_acc = getattr(setup.fn, "epsilon_accountant", None)
+    if callable(fn_acc):
+        return float(fn_acc(setup.delta)), "the target's epsilon_accountant"
+    return None, "a callable has no ledger"
