@@ -52,7 +52,8 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                         "declares a clip, else fresh_direction), search (every built-in one "
                         "for the target's input), a pattern of query answers (one_above, "
                         "one_below, one_up_one_down, one_above_rest_below, "
-                        "one_below_rest_above, half_half, all_above, all_below, x_shape), a "
+                        "one_below_rest_above, half_half, most_above_rest_below, all_above, "
+                        "all_below, x_shape), a "
                         "dataset canary (worst_case, fresh_direction, clip_boundary, outlier, "
                         "nonfinite, random), or module:function returning (D, D') or a list "
                         "of pairs")
