@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from dpverify.accounting.accountant import account_ledger, claimed_epsilon, zcdp_of_ledger
-from dpverify.checks.base import CheckKind, Options, Outcome, register_kind
+from dpverify.checks.base import CheckKind, Options, Outcome, Result, doc, register_kind
 from dpverify.core.claims import PrivacyClaim, Verdict
 from dpverify.core.errors import InputError, check_delta, check_positive
 from dpverify.core.prose import Statement, check_options, fmt, metrics_of, num
@@ -80,17 +80,41 @@ class AccountOptions(Options):
         check_positive(self.runs, "runs", integer=True)
 
 
+@dataclass(frozen=True)
+class AccountMetrics(Result):
+    """The ``account`` check's numbers: the ledger composed by dp_accounting, against the
+    claim."""
+
+    epsilon_accountant: float | None = doc("ε of the run's ledger at `delta` (PLD where it "
+                                           "supports the events, else RDP)")
+    epsilon_claimed: float | None = doc("the variant's claimed ε at `delta`")
+    delta: float | None = doc("the δ the ledger is accounted at")
+    relation: str | None = doc("the neighbouring relation (`add_remove`, `replace_one`)")
+    ratio: float | None = doc("epsilon_accountant / epsilon_claimed")
+    epsilon_pld: float | None = doc("ε by the PLD accountant (nan where it does not apply)")
+    epsilon_rdp: float | None = doc("ε by the RDP accountant")
+    rho_accountant: float | None = doc("zCDP ρ of the ledger (unsampled Gaussians only)")
+    rho_claimed: float | None = doc("the claimed zCDP ρ, for a zCDP claim")
+    releases: int | None = doc("noisy releases in the ledger")
+    gradient_evaluations: int | None = doc("records the run touched")
+    filter_budget: float | None = doc("the privacy filter's ρ budget (adaptive runs)")
+    filter_spent_max: float | None = doc("the largest ρ the filter let a run spend")
+    rho_accountant_max_over_runs: float | None = doc("the largest ρ over `runs` runs")
+    runs: int | None = doc("runs accounted (option `runs` > 1)")
+
+
 @register_kind
 class AccountCheck(CheckKind):
     """epsilon_accountant <= epsilon_claimed (1 + rtol), else FAIL with both numbers."""
 
     name = "account"
     Options = AccountOptions
+    Result = AccountMetrics
     column = "privacy"
     registered_only = True
 
     def run(self, exp: Experiment, options: AccountOptions) -> Outcome:
-        return account_check(exp, options)
+        return account_check(exp, options).typed(AccountMetrics)
 
     def statement(self, check: Mapping[str, Any], claim: str,
                   info: Mapping[str, Any] | None) -> Statement:

@@ -30,6 +30,8 @@ from dpverify.checks.base import (
     CheckKind,
     Options,
     Outcome,
+    Result,
+    doc,
     register_kind,
 )
 from dpverify.core.backends import Backend, get_backend
@@ -471,6 +473,28 @@ class AgreeOptions(Options):
         check_positive(self.trajectory_trials, "trajectory_trials", integer=True)
 
 
+@dataclass(frozen=True)
+class AgreeMetrics(Result):
+    """The ``agree`` check's numbers: NumPy against torch, per release and in
+    distribution."""
+
+    device: str | None = doc("the torch device")
+    dtype: str | None = doc("the torch dtype")
+    mode: str | None = doc("`trajectory`, `distribution` or `both`")
+    max_abs_dev: float | None = doc("largest absolute deviation of a release (trajectory)")
+    max_rel_dev: float | None = doc("largest relative deviation of a release (trajectory)")
+    tolerance: float | None = doc("the rounding budget the deviations are judged against")
+    releases: int | None = doc("releases compared (trajectory)")
+    trajectory_trials: int | None = doc("runs replayed on one noise stream")
+    ledger_match: bool | None = doc("whether both ledgers hold the same releases")
+    first_divergent_release: int | None = doc("the first release over its budget, if any")
+    trials: int | None = doc("runs per backend (distribution)")
+    alpha: float | None = doc("the distribution test's level")
+    pvalues: list[Any] | None = doc("Holm-adjusted KS p-values per output coordinate")
+    min_pvalue_adjusted: float | None = doc("the smallest adjusted p-value")
+    rejected_coordinates: list[Any] | None = doc("coordinates whose distributions differ")
+
+
 @register_kind
 class AgreeCheck(CheckKind):
     """NumPy and torch agree: trajectories within rounding, and (optionally) distributions.
@@ -480,11 +504,12 @@ class AgreeCheck(CheckKind):
 
     name = "agree"
     Options = AgreeOptions
+    Result = AgreeMetrics
     column = "agreement"
     registered_only = True
 
     def run(self, exp: Experiment, options: AgreeOptions) -> Outcome:
-        return agree_check(exp, options)
+        return agree_check(exp, options).typed(AgreeMetrics)
 
     def statement(self, check: Mapping[str, Any], claim: str,
                   info: Mapping[str, Any] | None) -> Statement:

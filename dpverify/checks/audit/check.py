@@ -34,7 +34,7 @@ from dpverify.checks.audit.onerun import audit_onerun
 from dpverify.checks.audit.result import MODES, AuditResult
 from dpverify.checks.audit.sequential import Schedule, audit_sequential
 from dpverify.checks.audit.whitebox import audit_whitebox
-from dpverify.checks.base import CheckKind, Options, Outcome, register_kind
+from dpverify.checks.base import CheckKind, Options, Outcome, Result, doc, register_kind
 from dpverify.core.errors import InputError
 from dpverify.core.prose import Statement, check_options, fmt, metrics_of, order_sentence
 from dpverify.execution.experiment import Experiment
@@ -159,17 +159,78 @@ _FLAGS = {"epsilon", "delta", "confidence", "relation", "neighbours", "trials", 
 _COMMON_RUN = {"params", "seed", "scale", "backend", "execution"}
 
 
+@dataclass(frozen=True)
+class AuditMetrics(Result):
+    """The ``audit`` check's numbers: an ε lower bound from a distinguishing test, against
+    the accountant and the claim."""
+
+    epsilon_lower: float | None = doc("ε lower bound at `confidence` (the chosen `bound`)")
+    epsilon_accountant: float | None = doc("ε of the run's ledger at `delta`")
+    epsilon_claimed: float | None = doc("the variant's claimed ε at `delta`")
+    confidence: float | None = doc("confidence of the lower bound")
+    trials: int | None = doc("runs per dataset of the held-out test")
+    delta: float | None = doc("the δ of the bound")
+    tightness: float | None = doc("epsilon_lower / epsilon_accountant")
+    mode: str | None = doc("`blackbox`, `whitebox`, `sequential` or `onerun`")
+    bound: str | None = doc("the bound that decided (`cp`, `gdp`, `parametric`...)")
+    epsilon_detectable: float | None = doc("the smallest ε the test detects with "
+                                           "`detect_probability` (a PASS's power)")
+    detect_probability: float | None = doc("the detection probability of that ε")
+    epsilon_lower_ci: list[Any] | None = doc("[low, high] interval of epsilon_lower, "
+                                             "where the auditor states one")
+    epsilon_lower_cp: float | None = doc("the Clopper-Pearson bound")
+    epsilon_lower_gdp: float | None = doc("the GDP (μ) bound")
+    mu_lower: float | None = doc("GDP μ lower bound")
+    gdp_valid: bool | None = doc("whether the GDP bound's premise held (white-box)")
+    gdp_method: str | None = doc("how the GDP bound was formed (white-box)")
+    epsilon_lower_parametric: float | None = doc("the parametric bound (white-box)")
+    kappa_lower: float | None = doc("the parametric family's lower κ (white-box)")
+    parametric: str | None = doc("the parametric bound's statistic, or why none")
+    epsilon_estimate: float | None = doc("point estimate of ε from the privacy-loss "
+                                         "profile (white-box)")
+    kl_estimate: float | None = doc("mean privacy loss (white-box)")
+    mu_replay_min: float | None = doc("smallest replayed GDP μ (white-box)")
+    mu_replay_max: float | None = doc("largest replayed GDP μ (white-box)")
+    epsilon_true: float | None = doc("the mechanism's exact ε, where known")
+    runs_total: int | None = doc("runs of the target in all")
+    search_runs: dict[str, Any] | None = doc("runs spent searching, per pair")
+    split: list[Any] | None = doc("[fit, select, test] runs per dataset")
+    pairs: list[Any] | None = doc("the neighbouring pairs tried")
+    distinguishers: list[Any] | None = doc("the distinguishers tried")
+    pair: str | None = doc("the pair that decided")
+    distinguisher: str | None = doc("the distinguisher that decided")
+    statistic: str | None = doc("the test statistic that decided")
+    relation: str | None = doc("the neighbouring relation")
+    instance: list[Any] | None = doc("notes on the audited instance")
+    releases: int | None = doc("releases in a run (white-box)")
+    stop: str | None = doc("why a sequential audit stopped")
+    rounds: int | None = doc("rounds of a sequential audit")
+    e_value: float | None = doc("the betting e-value against the claim (sequential)")
+    detect: float | None = doc("the ε a sequential audit is sized to detect")
+    max_trials: int | None = doc("the sequential audit's trial budget")
+    looks: int | None = doc("interim looks of a group-sequential audit")
+    alpha_per_look: float | None = doc("the level spent at each look")
+    canaries: int | None = doc("canaries inserted (one-run)")
+    included: int | None = doc("canaries included in the run (one-run)")
+    guesses: int | None = doc("guesses made (one-run)")
+    correct: int | None = doc("correct guesses (one-run)")
+    scores: str | None = doc("how canaries were scored (one-run)")
+    dimension: int | None = doc("the model's dimension (one-run)")
+    canary_norm: float | None = doc("the canaries' norm (one-run)")
+
+
 @register_kind
 class AuditCheck(CheckKind):
     """Empirical epsilon lower bound against the claim: FAIL when the bound exceeds it."""
 
     name = "audit"
     Options = AuditOptions
+    Result = AuditMetrics
     column = "privacy"
     figures = ("roc", "loss")
 
     def run(self, exp: Experiment, options: AuditOptions) -> Outcome:
-        return audit_experiment(exp, options).to_outcome()
+        return audit_experiment(exp, options).to_outcome().typed(AuditMetrics)
 
     def statement(self, check: Mapping[str, Any], claim: str,
                   info: Mapping[str, Any] | None) -> Statement:

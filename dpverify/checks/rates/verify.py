@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.checks.base import CheckKind, Options, Outcome, register_kind
+from dpverify.checks.base import CheckKind, Options, Outcome, Result, doc, register_kind
 from dpverify.checks.rates.grids import (
     PRIVACY_AXES,
     Sweep,
@@ -474,12 +474,42 @@ def _check_vary(options: RateOptions) -> Any:
     return list(vary) if isinstance(vary, tuple) else vary  # a name, names, or None
 
 
+@dataclass(frozen=True)
+class RateMetrics(Result):
+    """The ``rate`` check's numbers: the deciding fit of a measured rate against the
+    theorem's exponent."""
+
+    parameter: str | None = doc("the swept parameter of the deciding fit")
+    exponent: float | None = doc("the fitted exponent")
+    ci_low: float | None = doc("lower end of its bootstrap interval")
+    ci_high: float | None = doc("upper end of its bootstrap interval")
+    theory: float | None = doc("the theorem's exponent")
+    rule: str | None = doc("the decision rule applied")
+    confidence: float | None = doc("confidence of the interval")
+    tolerance: float | None = doc("slack on the exponent")
+    sided: str | None = doc("`upper` (a bound) or `tight` (a rate)")
+    model: str | None = doc("the fitted model (`power` or `offset`)")
+    exponent_power: float | None = doc("the exponent of the pure power fit")
+    exponent_offset: float | None = doc("the exponent of the fit with a floor")
+    floor_share: float | None = doc("the floor's share of the smallest mean")
+    axis: str | None = doc("the sweep's axis")
+    exponent_raw: float | None = doc("the exponent before the log factors are divided out")
+    seeds: int | None = doc("runs per grid point")
+    values: list[Any] | None = doc("the grid")
+    medians: list[Any] | None = doc("median metric per grid point")
+    means: list[Any] | None = doc("mean metric per grid point")
+    quantity: str | None = doc("the utility quantity measured")
+    fits: list[Any] | None = doc("per swept parameter: parameter, exponent, ci_low, "
+                                 "ci_high, theory, verdict")
+
+
 @register_kind
 class RateCheck(CheckKind):
     """Sweep a parameter and test its fitted exponent against the declared utility theorem."""
 
     name = "rate"
     Options = RateOptions
+    Result = RateMetrics
     column = "rate"
     figures = ("rate",)
 
@@ -487,7 +517,7 @@ class RateCheck(CheckKind):
         res = rates_of(exp, options)
         if options.claimed_by:
             res.theory = dataclasses.replace(res.theory, source=options.claimed_by.strip())
-        return outcome_of(res)
+        return outcome_of(res).typed(RateMetrics)
 
     def statement(self, check: Mapping[str, Any], claim: str,
                   info: Mapping[str, Any] | None) -> Statement:

@@ -87,7 +87,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from dpverify.checks.base import CheckKind, Options, Outcome, register_kind
+from dpverify.checks.base import CheckKind, Options, Outcome, Result, doc, register_kind
 from dpverify.checks.sensitivity.replay import (
     DEFAULT_RTOL,
     InvarianceResult,
@@ -155,6 +155,27 @@ class SensitivityOptions(Options):
             raise InputError(f"search must be one of {SEARCHES}, got {self.search!r}")
 
 
+@dataclass(frozen=True)
+class SensitivityMetrics(Result):
+    """The ``sensitivity`` check's numbers: the declared sensitivity against the true
+    difference on replayed neighbours (the worst pair)."""
+
+    worst_ratio: float | None = doc("true difference / declared sensitivity, worst pair")
+    declared: float | None = doc("the sensitivity the release declares")
+    true_difference: float | None = doc("the largest difference measured on D and D'")
+    release: int | None = doc("the release where it was measured")
+    query: str | None = doc("the query released there")
+    step: int | None = doc("the step of the release")
+    relation: str | None = doc("the neighbouring relation of the worst pair")
+    generator: str | None = doc("what generated the worst pair")
+    trial: int | None = doc("the trial of the worst pair")
+    pairs: int | None = doc("neighbouring pairs replayed")
+    pairs_violated: int | None = doc("pairs whose difference exceeds the declared one")
+    invariance_failures: int | None = doc("public-setting invariances that failed")
+    hypothesis_examples: int | None = doc("examples hypothesis generated in the search")
+    relations: list[Any] | None = doc("the relations tried")
+
+
 @register_kind
 class SensitivityCheck(CheckKind):
     """The ``sensitivity`` check kind: :func:`check_sensitivity` on the experiment's target.
@@ -166,11 +187,13 @@ class SensitivityCheck(CheckKind):
 
     name = "sensitivity"
     Options = SensitivityOptions
+    Result = SensitivityMetrics
     column = "privacy"
 
     def run(self, exp: Experiment, options: SensitivityOptions) -> Outcome:
         report = sensitivity_of(exp, options)
-        return Outcome(report.verdict, report.metrics(), report.evidence(), report.message)
+        return Outcome(report.verdict, SensitivityMetrics.from_metrics(report.metrics()),
+                       report.evidence(), report.message)
 
     def statement(self, check: Mapping[str, Any], claim: str,
                   info: Mapping[str, Any] | None) -> Statement:
