@@ -13,7 +13,7 @@ from dpverify.accounting.accountant import account_ledger, claimed_epsilon, zcdp
 from dpverify.checks.base import CheckKind, Options, Outcome, Result, doc, register_kind
 from dpverify.core.claims import PrivacyClaim, Verdict
 from dpverify.core.errors import InputError, check_delta, check_positive
-from dpverify.core.prose import Statement, check_options, fmt, metrics_of, num
+from dpverify.core.prose import Statement, check_options, fmt, num
 from dpverify.execution.executors import single_threaded_blas
 from dpverify.execution.experiment import Experiment
 from dpverify.execution.trials import seed_streams
@@ -118,32 +118,32 @@ class AccountCheck(CheckKind):
 
     def statement(self, check: Mapping[str, Any], claim: str,
                   info: Mapping[str, Any] | None) -> Statement:
-        m = metrics_of(check)
-        eps, claimed = num(m.get("epsilon_accountant")), num(m.get("epsilon_claimed"))
-        pld = num(m.get("epsilon_pld"))
+        r = self.Result.of(check)
+        eps, claimed = num(r.epsilon_accountant), num(r.epsilon_claimed)
+        pld = num(r.epsilon_pld)
         # The check reports PLD where it supports the events, else RDP.
         acc = "PLD" if pld is not None and not math.isnan(pld) else "RDP"
         if eps is not None and math.isinf(eps):
             spent = ("spends ε = ∞: some release leaves without noise (an exact answer, or "
                      "noise of scale 0)")
         else:
-            ratio = num(m.get("ratio"))
-            spent = (f"spends ε = {fmt(eps)} at δ = {fmt(m.get('delta'))}"
+            ratio = num(r.ratio)
+            spent = (f"spends ε = {fmt(eps)} at δ = {fmt(r.delta)}"
                      + (f" against the claimed ε = {fmt(claimed)} (ratio {fmt(ratio)})"
                         if ratio is not None else ""))
-        measured = (f"The ledger of one run ({fmt(m.get('releases'))} noisy releases), composed "
+        measured = (f"The ledger of one run ({fmt(r.releases)} noisy releases), composed "
                     f"by dp_accounting's {acc} accountant, {spent}.")
-        if m.get("rho_claimed") is not None and m.get("rho_accountant") is not None:
-            measured += (f" In zCDP it spends ρ = {fmt(m.get('rho_accountant'))} against the "
-                         f"claimed ρ = {fmt(m.get('rho_claimed'))}.")
-        if m.get("rho_accountant_max_over_runs") is not None:
-            measured += (f" Over {fmt(m.get('runs'))} runs the largest ρ spent is "
-                         f"{fmt(m.get('rho_accountant_max_over_runs'))}.")
-        if m.get("filter_budget") is not None:
-            measured += f" Its privacy filter's budget is ρ = {fmt(m.get('filter_budget'))}."
+        if r.rho_claimed is not None and r.rho_accountant is not None:
+            measured += (f" In zCDP it spends ρ = {fmt(r.rho_accountant)} against the "
+                         f"claimed ρ = {fmt(r.rho_claimed)}.")
+        if r.rho_accountant_max_over_runs is not None:
+            measured += (f" Over {fmt(r.runs)} runs the largest ρ spent is "
+                         f"{fmt(r.rho_accountant_max_over_runs)}.")
+        if r.filter_budget is not None:
+            measured += f" Its privacy filter's budget is ρ = {fmt(r.filter_budget)}."
         conf = ("No sampling error: this is numerical accounting of the noise the run actually "
                 "added, rounded pessimistically (an upper bound on what that noise costs).")
-        short = (f"the ledger spends ε = {fmt(eps)} at δ = {fmt(m.get('delta'))} against the "
+        short = (f"the ledger spends ε = {fmt(eps)} at δ = {fmt(r.delta)} against the "
                  f"claimed {fmt(claimed)} (exact accounting, no sampling error)")
         return Statement(f"The variant claims {claim}.", measured, conf, short)
 

@@ -37,7 +37,7 @@ from dpverify.checks.base import (
 from dpverify.core.backends import Backend, get_backend
 from dpverify.core.claims import Verdict
 from dpverify.core.errors import InputError, check_positive, check_probability
-from dpverify.core.prose import Statement, fmt, metrics_of
+from dpverify.core.prose import Statement, fmt
 from dpverify.core.registry import Problem, Target, resolve
 from dpverify.execution.experiment import Experiment
 from dpverify.execution.trials import build_problem, run_target, seed_streams
@@ -513,18 +513,18 @@ class AgreeCheck(CheckKind):
 
     def statement(self, check: Mapping[str, Any], claim: str,
                   info: Mapping[str, Any] | None) -> Statement:
-        m = metrics_of(check)
+        r = self.Result.of(check)
         bits = []
-        if m.get("max_rel_dev") is not None:
-            bits.append(f"on one shared noise stream, torch ({m.get('device')}, {m.get('dtype')}) "
-                        f"deviates from NumPy by at most {fmt(m.get('max_rel_dev'), 3)} (relative; "
-                        f"tolerance {fmt(m.get('tolerance'), 3)}) over {fmt(m.get('releases'))} "
-                        f"releases" + ("" if m.get("ledger_match", True) else
+        if r.max_rel_dev is not None:
+            bits.append(f"on one shared noise stream, torch ({r.device}, {r.dtype}) "
+                        f"deviates from NumPy by at most {fmt(r.max_rel_dev, 3)} (relative; "
+                        f"tolerance {fmt(r.tolerance, 3)}) over {fmt(r.releases)} "
+                        f"releases" + ("" if r.ledger_match is not False else
                                        ", and the two ledgers differ"))
-        if m.get("min_pvalue_adjusted") is not None:
-            bits.append(f"with independent noise ({fmt(m.get('trials'))} trials per backend) the "
+        if r.min_pvalue_adjusted is not None:
+            bits.append(f"with independent noise ({fmt(r.trials)} trials per backend) the "
                         f"smallest Holm-adjusted Kolmogorov-Smirnov p-value is "
-                        f"{fmt(m.get('min_pvalue_adjusted'), 3)} (level {fmt(m.get('alpha'))})")
+                        f"{fmt(r.min_pvalue_adjusted, 3)} (level {fmt(r.alpha)})")
         measured = ("; ".join(bits) + ".") if bits else str(check.get("message", ""))
         return Statement("The NumPy and torch backends must compute the same algorithm.",
                          measured[:1].upper() + measured[1:],

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dpverify.checks.base import CheckResult, jsonable
+from dpverify.checks.base import CheckResult, jsonable, result_of
 from dpverify.core.errors import InputError
 from dpverify.core.prose import num as _num
 from dpverify.report import html as report_html
@@ -118,8 +118,8 @@ def _fmt(v: Any) -> str:
 
 
 def _headline(r: CheckResult) -> str:
-    m = r.outcome.metrics
-    return ", ".join(f"{k}={_fmt(m[k])}" for k in _HEADLINE if m.get(k) is not None)
+    res = r.outcome.result
+    return ", ".join(f"{k}={_fmt(res.get(k))}" for k in _HEADLINE if res.get(k) is not None)
 
 
 def markdown_report(run: Any, regressions: list[str] | None = None) -> str:
@@ -244,11 +244,12 @@ def epsilon_lower_interval(check: dict[str, Any]) -> tuple[str, float, float] | 
     >>> name, round(lo, 3), round(hi, 3)
     ('epsilon_lower', 2.132, 2.264)
     """
-    m, ev = check.get("metrics") or {}, check.get("evidence") or {}
-    ci = m.get("epsilon_lower_ci")
+    # Any kind's record: the fields are read by name, a kind without them has none.
+    r, ev = result_of(check), check.get("evidence") or {}
+    ci = r.get("epsilon_lower_ci")
     if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(_num(x) is not None for x in ci):
         return "epsilon_lower", float(_num(ci[0])), float(_num(ci[1]))  # type: ignore[arg-type]
-    delta = _num(m.get("delta"))
+    delta = _num(r.get("delta"))
     for key in ("test", "roc_test", "cp_test"):
         t = ev.get(key)
         if not isinstance(t, dict) or t.get("method", "cp") != "cp" or delta is None:
@@ -258,14 +259,14 @@ def epsilon_lower_interval(check: dict[str, Any]) -> tuple[str, float, float] | 
 
         alpha = _num(t.get("alpha"))
         if alpha is None:
-            alpha = 1.0 - (_num(m.get("confidence")) or 0.95)
+            alpha = 1.0 - (_num(r.get("confidence")) or 0.95)
         fpr_lo = clopper_pearson(t["fp"], t["n_neg"], alpha / 2, "lower")
         fnr_lo = clopper_pearson(t["n_pos"] - t["tp"], t["n_pos"], alpha / 2, "lower")
         hi = float(epsilon_from_rates(fpr_lo, fnr_lo, delta))
         lo = _num(t.get("epsilon"))
         if lo is None:
             continue
-        el = _num(m.get("epsilon_lower"))
+        el = _num(r.get("epsilon_lower"))
         name = "epsilon_lower" if el is not None and el == lo else f"epsilon_lower ({key})"
         return name, lo, max(hi, lo)
     return None
@@ -335,11 +336,11 @@ def compare_baseline(run: Any, baseline: dict[str, Any]) -> list[str]:
             continue
         if b.get("verdict") != rec.get("verdict"):
             out.append(f"{cid}: verdict {b.get('verdict')} -> {rec.get('verdict')}")
-        m, bm = rec.get("metrics") or {}, b.get("metrics", {})
+        m, bm = result_of(rec), result_of(b)
         # Fits are matched by parameter: the deciding fit (the metrics' top level) can be
         # another parameter's from one run to the next.
-        base_fits = {g.get("parameter"): g for g in bm.get("fits") or [bm]}
-        for f in m.get("fits") or [m]:
+        base_fits = {g.get("parameter"): g for g in bm.get("fits") or [bm.to_metrics()]}
+        for f in m.get("fits") or [m.to_metrics()]:
             bf = base_fits.get(f.get("parameter"), {})
             exp, lo, hi = _num(f.get("exponent")), _num(bf.get("ci_low")), _num(bf.get("ci_high"))
             if exp is not None and lo is not None and hi is not None and not (lo <= exp <= hi):

@@ -36,7 +36,7 @@ from dpverify.checks.audit.sequential import Schedule, audit_sequential
 from dpverify.checks.audit.whitebox import audit_whitebox
 from dpverify.checks.base import CheckKind, Options, Outcome, Result, doc, register_kind
 from dpverify.core.errors import InputError
-from dpverify.core.prose import Statement, check_options, fmt, metrics_of, order_sentence
+from dpverify.core.prose import Statement, check_options, fmt, order_sentence
 from dpverify.execution.experiment import Experiment
 from dpverify.execution.trials import executor_from_context
 
@@ -234,36 +234,36 @@ class AuditCheck(CheckKind):
 
     def statement(self, check: Mapping[str, Any], claim: str,
                   info: Mapping[str, Any] | None) -> Statement:
-        m, ev = metrics_of(check), check.get("evidence") or {}
+        r, ev = self.Result.of(check), check.get("evidence") or {}
         how = []
-        if m.get("distinguisher"):
-            how.append(f"distinguisher {m['distinguisher']}")
-        elif m.get("mode") == "whitebox":
+        if r.distinguisher:
+            how.append(f"distinguisher {r.distinguisher}")
+        elif r.mode == "whitebox":
             how.append("the exact privacy loss of every release, by replay")
-        if m.get("pair"):
-            how.append(f"neighbours {m['pair']}")
-        trials = (f"{fmt(m.get('trials'))} runs on each dataset" if m.get("mode") != "onerun"
-                  else f"one run with {fmt(m.get('canaries'))} canaries")
-        measured = (f"A {m.get('mode', '?')} audit ({', '.join(how + [trials])}) proves "
-                    f"ε ≥ {fmt(m.get('epsilon_lower'))} ({m.get('bound', '?')} bound) at "
-                    f"δ = {fmt(m.get('delta'))}; the accountant gives "
-                    f"{fmt(m.get('epsilon_accountant'))}. {order_sentence(m)}")
-        if m.get("epsilon_detectable") is not None:
-            measured += (f" A violation up to ε = {fmt(m.get('epsilon_detectable'))} would have "
-                         f"been caught with probability {fmt(m.get('detect_probability'))}.")
-        conf = f"The lower bound holds with confidence {fmt(m.get('confidence'))}"
-        if m.get("bound") == "betting":
+        if r.pair:
+            how.append(f"neighbours {r.pair}")
+        trials = (f"{fmt(r.trials)} runs on each dataset" if r.mode != "onerun"
+                  else f"one run with {fmt(r.canaries)} canaries")
+        measured = (f"A {r.mode or '?'} audit ({', '.join(how + [trials])}) proves "
+                    f"ε ≥ {fmt(r.epsilon_lower)} ({r.bound or '?'} bound) at "
+                    f"δ = {fmt(r.delta)}; the accountant gives "
+                    f"{fmt(r.epsilon_accountant)}. {order_sentence(r)}")
+        if r.epsilon_detectable is not None:
+            measured += (f" A violation up to ε = {fmt(r.epsilon_detectable)} would have "
+                         f"been caught with probability {fmt(r.detect_probability)}.")
+        conf = f"The lower bound holds with confidence {fmt(r.confidence)}"
+        if r.bound == "betting":
             conf += (", at whichever round the audit stopped (an e-process whose tests are "
                      "chosen on earlier rounds).")
         else:
             conf += (", with the test chosen on one split of the runs and bounded on another."
-                     if m.get("mode") != "onerun" else " (Steinke, Nasr, Jagielski 2023).")
+                     if r.mode != "onerun" else " (Steinke, Nasr, Jagielski 2023).")
         for a in ev.get("assumptions") or []:
             conf += f" Assumes: {a}."
-        short = (f"a {m.get('mode', '?')} audit proves ε ≥ {fmt(m.get('epsilon_lower'))} at "
-                 f"confidence {fmt(m.get('confidence'))} ({m.get('bound', '?')} bound) against the "
-                 f"claimed {fmt(m.get('epsilon_claimed'))}; the accountant gives "
-                 f"{fmt(m.get('epsilon_accountant'))}")
+        short = (f"a {r.mode or '?'} audit proves ε ≥ {fmt(r.epsilon_lower)} at "
+                 f"confidence {fmt(r.confidence)} ({r.bound or '?'} bound) against the "
+                 f"claimed {fmt(r.epsilon_claimed)}; the accountant gives "
+                 f"{fmt(r.epsilon_accountant)}")
         return Statement(f"The variant claims {claim}.", measured, conf, short)
 
     def command(self, check: Mapping[str, Any]) -> list[str] | None:

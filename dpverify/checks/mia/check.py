@@ -31,7 +31,7 @@ from typing import Any
 
 from dpverify.checks.base import CheckKind, Options, Outcome, Result, doc, register_kind
 from dpverify.checks.mia.core import DEFAULT_TRIALS, MiaResult, membership_inference
-from dpverify.core.prose import Statement, fmt, metrics_of, order_sentence
+from dpverify.core.prose import Statement, fmt, order_sentence
 from dpverify.execution.experiment import Experiment
 
 
@@ -110,16 +110,16 @@ class MiaCheck(CheckKind):
 
     def statement(self, check: Mapping[str, Any], claim: str,
                   info: Mapping[str, Any] | None) -> Statement:
-        m = metrics_of(check)
-        measured = (f"A {m.get('attack', '?')} membership-inference attack ({m.get('design', '')}, "
-                    f"{fmt(m.get('trials'))} trials) reaches AUC {fmt(m.get('auc'), 3)} (the claim "
-                    f"allows at most {fmt(m.get('auc_ceiling'), 3)}) and proves ε ≥ "
-                    f"{fmt(m.get('epsilon_lower'))}. {order_sentence(m)}")
-        short = (f"AUC {fmt(m.get('auc'), 3)} against the claim's ceiling "
-                 f"{fmt(m.get('auc_ceiling'), 3)}; ε ≥ {fmt(m.get('epsilon_lower'))} at "
-                 f"confidence {fmt(m.get('confidence'))}")
+        r = self.Result.of(check)
+        measured = (f"A {r.attack or '?'} membership-inference attack ({r.design or ''}, "
+                    f"{fmt(r.trials)} trials) reaches AUC {fmt(r.auc, 3)} (the claim "
+                    f"allows at most {fmt(r.auc_ceiling, 3)}) and proves ε ≥ "
+                    f"{fmt(r.epsilon_lower)}. {order_sentence(r)}")
+        short = (f"AUC {fmt(r.auc, 3)} against the claim's ceiling "
+                 f"{fmt(r.auc_ceiling, 3)}; ε ≥ {fmt(r.epsilon_lower)} at "
+                 f"confidence {fmt(r.confidence)}")
         return Statement(f"The target claims {claim}.", measured,
-                         f"Bounds hold with confidence {fmt(m.get('confidence'))}.", short)
+                         f"Bounds hold with confidence {fmt(r.confidence)}.", short)
 
 
 def mia_of(exp: Experiment, options: MiaOptions) -> MiaResult:

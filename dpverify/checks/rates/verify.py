@@ -521,10 +521,10 @@ class RateCheck(CheckKind):
 
     def statement(self, check: Mapping[str, Any], claim: str,
                   info: Mapping[str, Any] | None) -> Statement:
-        m, ev = metrics_of(check), check.get("evidence") or {}
+        r, ev = self.Result.of(check), check.get("evidence") or {}
         th = ev.get("theory") or (info or {}).get("utility") or {}
         src = th.get("source") or "the declared theorem"
-        fits = m.get("fits") or [m]
+        fits = r.fits or [r.to_metrics()]
         parts = []
         for f in fits:
             if not math.isfinite(num(f.get("exponent")) or math.nan):
@@ -535,22 +535,22 @@ class RateCheck(CheckKind):
                          f"interval [{fmt(f.get('ci_low'), 3)}, {fmt(f.get('ci_high'), 3)}] "
                          f"against the theorem's {fmt(f.get('theory'), 3)}"
                          + (f" ({f['verdict']})" if f.get("verdict") else ""))
-        values = m.get("values") or []
-        grid = (f"{len(values)} values of {m.get('parameter')} from {fmt(min(values))} to "
+        values = r.values or []
+        grid = (f"{len(values)} values of {r.parameter} from {fmt(min(values))} to "
                 f"{fmt(max(values))}" if values else "the grid")
         axis = {"gdp": "the ledger GDP mu",
                 "rate": "the theorem's full bound, so an exponent of -1 (or +1 for a bound "
-                        "that grows) is a utility proportional to it"}.get(m.get("axis"),
+                        "that grows) is a utility proportional to it"}.get(r.axis,
                                                                           "the parameter")
-        measured = (f"Measured {m.get('quantity', th.get('quantity', 'utility'))} over {grid}, "
-                    f"{fmt(m.get('seeds'))} seeds each ({m.get('model', '?')} model, regressed on "
+        measured = (f"Measured {r.quantity or th.get('quantity', 'utility')} over {grid}, "
+                    f"{fmt(r.seeds)} seeds each ({r.model or '?'} model, regressed on "
                     f"{axis}): " + "; ".join(parts) + "." + left_out(ev))
-        conf = (f"{fmt(m.get('confidence'))} seed-clustered bootstrap interval. Rule: "
-                f"{m.get('rule', 'n/a')}.")
+        conf = (f"{fmt(r.confidence)} seed-clustered bootstrap interval. Rule: "
+                f"{r.rule or 'n/a'}.")
         claimed = (f"{src} bounds {th.get('quantity', 'the utility')} by "
                    f"{utility_text(th) if th else 'a rate'}.")
-        short = ("; ".join(parts) + f" ({fmt(m.get('confidence'))} bootstrap intervals, "
-                 f"{fmt(m.get('seeds'))} seeds)")
+        short = ("; ".join(parts) + f" ({fmt(r.confidence)} bootstrap intervals, "
+                 f"{fmt(r.seeds)} seeds)")
         if check.get("verdict") == "FAIL":
             refutes = (f" The measurement refutes {rate_claim(check)} (a finding about the "
                        f"theorem as stated, not about the variant's privacy).")

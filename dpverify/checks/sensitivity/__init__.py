@@ -120,7 +120,7 @@ from dpverify.checks.sensitivity.targets import (
     user_target,
 )
 from dpverify.core.errors import InputError
-from dpverify.core.prose import Statement, check_options, fmt, metrics_of, num
+from dpverify.core.prose import Statement, check_options, fmt, num
 from dpverify.execution.experiment import Experiment
 
 __all__ = [
@@ -197,20 +197,20 @@ class SensitivityCheck(CheckKind):
 
     def statement(self, check: Mapping[str, Any], claim: str,
                   info: Mapping[str, Any] | None) -> Statement:
-        m = metrics_of(check)
-        if m.get("worst_ratio") is None:
+        r = self.Result.of(check)
+        if r.worst_ratio is None:
             measured = f"No neighbouring pair was replayed ({check.get('message', '')})."
         else:
-            measured = (f"Replaying the run on {fmt(m.get('pairs'))} neighbouring pairs "
-                        f"({', '.join(m.get('relations') or []) or m.get('relation')}), the "
-                        f"largest true difference of a release is {fmt(m.get('worst_ratio'), 3)} "
-                        f"times its declared sensitivity: query {m.get('query')} at step "
-                        f"{fmt(m.get('step'))} moves by {fmt(m.get('true_difference'))} where "
-                        f"{fmt(m.get('declared'))} is declared (pair {m.get('generator')}, "
-                        f"{m.get('relation')}). {fmt(m.get('pairs_violated'))} of "
-                        f"{fmt(m.get('pairs'))} pairs exceed the declaration.")
-            if num(m.get("invariance_failures")):
-                measured += (f" {fmt(m.get('invariance_failures'))} releases differ between "
+            measured = (f"Replaying the run on {fmt(r.pairs)} neighbouring pairs "
+                        f"({', '.join(r.relations or []) or r.relation}), the "
+                        f"largest true difference of a release is {fmt(r.worst_ratio, 3)} "
+                        f"times its declared sensitivity: query {r.query} at step "
+                        f"{fmt(r.step)} moves by {fmt(r.true_difference)} where "
+                        f"{fmt(r.declared)} is declared (pair {r.generator}, "
+                        f"{r.relation}). {fmt(r.pairs_violated)} of "
+                        f"{fmt(r.pairs)} pairs exceed the declaration.")
+            if num(r.invariance_failures):
+                measured += (f" {fmt(r.invariance_failures)} releases differ between "
                              "datasets where they should not.")
         conf = ("One pair above ratio 1 is a proof, not an estimate: both datasets are "
                 "evaluated with the same randomness." if check.get("verdict") == "FAIL" else
@@ -218,10 +218,10 @@ class SensitivityCheck(CheckKind):
                 "declared sensitivity.")
         short = ("no replayed pair moved a release beyond its declared sensitivity (a search, "
                  "not a proof)" if check.get("verdict") != "FAIL" else
-                 f"a neighbouring pair moves {m.get('query')} by {fmt(m.get('worst_ratio'), 3)} "
+                 f"a neighbouring pair moves {r.query} by {fmt(r.worst_ratio, 3)} "
                  "times its declared sensitivity (a counterexample: a proof)")
-        if m.get("worst_ratio") is not None and check.get("verdict") != "FAIL":
-            short += f"; worst ratio {fmt(m.get('worst_ratio'), 3)}"
+        if r.worst_ratio is not None and check.get("verdict") != "FAIL":
+            short += f"; worst ratio {fmt(r.worst_ratio, 3)}"
         return Statement(f"Every noisy release declares the sensitivity its noise is scaled "
                          f"to; the variant claims {claim}.", measured, conf, short)
 
