@@ -22,7 +22,10 @@ from dpverify.report.paper import build_document, target_info
 from dpverify.report.registers import collect_registers
 from dpverify.stats.audit_bounds import clopper_pearson, epsilon_from_rates
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "2.0"
+#: The major versions :func:`load_report` reads: 1.x (whose ``metrics`` read into the same
+#: typed results, a field it wrote as ``null`` being one left out) and this one.
+READ_MAJORS = ("1", "2")
 _PACKAGES = ("dpverify", "numpy", "scipy", "dp-accounting", "statsmodels", "hypothesis",
              "torch", "dask", "diffprivlib", "opacus")
 # Metrics shown in the summary, in order, when a check has them.
@@ -58,7 +61,10 @@ def _algorithms(results: Any, scale: str) -> tuple[dict[str, Any], dict[str, Any
 def report_dict(run: Any, regressions: list[str] | None = None) -> dict[str, Any]:
     """The JSON report of a suite run (see DESIGN.md, public contract).
 
-    Schema 1.1 adds, to 1.0, ``algorithms`` (what the registry knows of each target:
+    Schema 2.0 writes each check's ``metrics`` as its kind's typed result
+    (:class:`~dpverify.checks.base.Result`; the fields that are not ``null``, under the
+    names 1.x used), documented field by field in ``docs/report-schema.md``. Schema 1.1
+    added, to 1.0, ``algorithms`` (what the registry knows of each target:
     group, source, claims, utility theorem, findings; ``null`` for a ``module:function``)
     and, per check, ``source`` (suite file and line), ``claim`` (the privacy claim at
     the check's parameters) and ``description`` (the suite entry's, carried by its
@@ -69,7 +75,7 @@ def report_dict(run: Any, regressions: list[str] | None = None) -> dict[str, Any
     --------
     >>> from dpverify.cli.suites import SuiteRun
     >>> report_dict(SuiteRun([]))["schema_version"]
-    '1.1'
+    '2.0'
     """
     from dpverify.report.merge import summarize
 
@@ -194,9 +200,13 @@ def summary_table(run: Any) -> Any:
 
 
 def load_report(path: str | Path, what: str = "baseline") -> dict[str, Any]:
-    """Read a ``report.json``, checking its schema version (same major version).
+    """Read a ``report.json``: schema 2.x, or 1.x whose ``metrics`` read into the same typed
+    results (:data:`READ_MAJORS`); another version is refused, naming the file, its version
+    and the versions read.
 
-    ``what`` names the file in error messages ("baseline", "report").
+    ``what`` names the file in error messages ("baseline", "report"). Each record's
+    ``metrics`` must be a table; the report reads it into its kind's result
+    (:func:`~dpverify.checks.base.result_of`).
 
     Examples
     --------
@@ -205,6 +215,15 @@ def load_report(path: str | Path, what: str = "baseline") -> dict[str, Any]:
     ... except InputError as e:
     ...     print(e)
     no report '/nonexistent/report.json'
+    >>> import json, tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "r.json"
+    >>> _ = f.write_text(json.dumps({"schema_version": "3.0", "checks": []}))
+    >>> try:
+    ...     load_report(f, what="report")
+    ... except InputError as e:
+    ...     print(str(e).replace(str(f), "F"))  # doctest: +NORMALIZE_WHITESPACE
+    report 'F' has schema version '3.0'; this dpverify (schema 2.0) reads 1.x and 2.x:
+    a newer version needs a newer dpverify
     """
     p = Path(path)
     if not p.is_file():
@@ -215,11 +234,23 @@ def load_report(path: str | Path, what: str = "baseline") -> dict[str, Any]:
         raise InputError(f"{what} {str(p)!r} is not valid JSON: {e}") from None
     if not isinstance(rep, dict) or "checks" not in rep:
         raise InputError(f"{what} {str(p)!r} is not a dpverify report")
-    major = str(rep.get("schema_version", "0")).split(".")[0]
-    if major != SCHEMA_VERSION.split(".")[0]:
-        raise InputError(f"{what} {str(p)!r} has schema {rep.get('schema_version')!r}, "
-                         f"expected {SCHEMA_VERSION}")
+    version = str(rep.get("schema_version", "0"))
+    major = version.split(".")[0]
+    if major not in READ_MAJORS:
+        newer = major.isdigit() and int(major) > int(READ_MAJORS[-1])
+        raise InputError(
+            f"{what} {str(p)!r} has schema version {version!r}; this dpverify (schema "
+            f"{SCHEMA_VERSION}) reads {' and '.join(m + '.x' for m in READ_MAJORS)}"
+            + (": a newer version needs a newer dpverify" if newer else ""))
+    for i, c in enumerate(rep["checks"]):
+        if not isinstance(c, dict) or not isinstance(c.get("metrics", {}), dict):
+            raise InputError(f"{what} {str(p)!r}: check {i} ({_name(c)}) has no metrics "
+                             "table")
     return rep
+
+
+def _name(check: Any) -> str:
+    return repr(check.get("id")) if isinstance(check, dict) else "not a record"
 
 
 def epsilon_lower_interval(check: dict[str, Any]) -> tuple[str, float, float] | None:
