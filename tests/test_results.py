@@ -188,3 +188,21 @@ def test_the_schema_page_is_generated_from_the_result_classes() -> None:
         for key in get_kind(name).Result.schema_fields():
             assert f"| `{key}` |" in page, (name, key)
     assert DOC_PATH in (ROOT / "README.md").read_text()
+
+
+def test_a_2x_run_compares_against_a_1x_baseline_by_its_typed_results(papers) -> None:
+    from dpverify.report.writer import compare_baseline
+
+    old = {**papers, "checks": papers["checks"][:40]}
+    # The same results as schema 2.0 writes them: the typed fields, nulls left out.
+    new_checks = [{**c, "metrics": json.loads(json.dumps(result_of(c).to_metrics()))}
+                  for c in old["checks"]]
+    assert any(c["metrics"] != o["metrics"] for c, o in zip(new_checks, old["checks"],
+                                                            strict=True))
+    assert compare_baseline({**old, "schema_version": SCHEMA_VERSION,
+                             "checks": new_checks}, old) == []
+    moved = [dict(c) for c in new_checks]
+    i = next(j for j, c in enumerate(moved) if c["kind"] == "account")
+    moved[i]["metrics"] = {**moved[i]["metrics"], "epsilon_accountant": 9.0}
+    assert any("epsilon_accountant drifted" in line for line in compare_baseline(
+        {**old, "checks": moved}, old))
