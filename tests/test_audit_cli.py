@@ -141,7 +141,7 @@ def test_check_kind_context_trials_override_and_bad_options() -> None:
     spec = CheckSpec("g", "audit", "gaussian_mechanism:sound",
                      options={"trials": 999999, "distinguisher": "projection"})
     res = run_check(spec, RunContext(seed=0, trials=2000))
-    assert res.outcome.metrics["trials"] == 2000
+    assert res.outcome.result.trials == 2000
     bad = CheckSpec("b", "audit", "gaussian_mechanism:sound", options={"trails": 10},
                     source="suite.toml:7")
     with pytest.raises(InputError, match=r"suite.toml:7.*trails"):

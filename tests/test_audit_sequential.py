@@ -139,7 +139,7 @@ def test_whitebox_sequential_and_check_kind() -> None:
                      expected="FAIL", params={"n": 50, "T": 6},
                      options={"mode": "whitebox", "sequential": True, "max_trials": 2000})
     res = run_check(spec, RunContext(seed=1))
-    assert res.outcome.verdict.value == "FAIL" and res.outcome.metrics["stop"] == "violation"
+    assert res.outcome.verdict.value == "FAIL" and res.outcome.result.stop == "violation"
 
 
 @pytest.mark.statistical

@@ -129,7 +129,7 @@ def test_check_kind_reads_options_and_rejects_bad_ones(synthetic):
                               "threshold": "holds_below", "max_false_rate": 0.1})
     res = run_check(spec, RunContext(seed=0))
     assert res.outcome.verdict == Verdict.FAIL and res.met
-    assert res.outcome.metrics["trials"] == 100
+    assert res.outcome.result.trials == 100
     assert "first_column" in str(res.outcome.evidence["summaries"])
     bad = CheckSpec("c", "certificate", synthetic, options={"trials": 10, "threshold": 1,
                                                            "max_false_rate": 0.1, "oops": 1})

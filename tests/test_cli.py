@@ -55,7 +55,7 @@ def test_report_json_schema(smoke):
     rep = json.loads((report_dir / "report.json").read_text())
     from dpverify.report.writer import SCHEMA_VERSION
 
-    assert rep["schema_version"] == SCHEMA_VERSION and SCHEMA_VERSION.startswith("1.")
+    assert rep["schema_version"] == SCHEMA_VERSION and SCHEMA_VERSION.startswith("2.")
     assert rep["seed"] == 0 and rep["scale"] == "quick"
     for pkg in ("python", "dpverify", "numpy", "scipy", "dp-accounting"):
         assert isinstance(rep["packages"][pkg], str)

@@ -31,8 +31,8 @@ def test_a_true_ordering_passes_and_the_reverse_fails():
     """Seeded: the two orderings are decided at level 0.05 each."""
     good = _check("less", 20, 1)
     assert good.verdict == Verdict.PASS, good.message
-    assert all(p["confirmed"] for p in good.metrics["points"])
-    assert good.metrics["points"][0]["subject_epsilon"] == pytest.approx(1.0, rel=1e-3)
+    assert all(p["confirmed"] for p in good.result.points)
+    assert good.result.points[0]["subject_epsilon"] == pytest.approx(1.0, rel=1e-3)
     bad = _check("greater", 20, 1)
     assert bad.verdict == Verdict.FAIL and "refuted" in bad.message
 
@@ -41,7 +41,7 @@ def test_the_papers_data_travel_untouched_into_the_evidence():
     paper = {"figure": "Figure 1", "numbers": "none printed", "differences": ["n scaled"]}
     out = _check("less", 20, 1, paper=paper, account=False)
     assert out.evidence["paper"] == paper
-    assert out.metrics["points"][0]["subject_epsilon"] is None
+    assert out.result.points[0]["subject_epsilon"] is None
 
 
 def test_identical_arms_decide_nothing():

@@ -123,7 +123,7 @@ def run_check_on(spec: CheckSpec, target: Target):
 
 def test_determinism_result_object():
     outcome, _ = run_check_on(CheckSpec("d", "determinism", "x"), _tiny_target(_separate_run))
-    assert outcome.metrics["separable"] and outcome.metrics["reordered_identical"]
+    assert outcome.result.separable and outcome.result.reordered_identical
 
 
 # pytest and an out-of-tree package --------------------------------------------------------

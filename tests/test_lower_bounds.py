@@ -112,7 +112,7 @@ def test_the_check_kind_reads_its_options() -> None:
                               "trials": 20}, expected=Verdict.FAIL)
     res = run_check(spec, RunContext())
     assert res.met and "below the bound" in res.outcome.message
-    assert res.outcome.metrics["ratio"] < 1
+    assert res.outcome.result.ratio < 1
     with pytest.raises(InputError, match="missing required option.*bound"):
         run_check(CheckSpec("lb", "lower_bound", "noisy_gd_004:sound",
                             options={"pair": PAIR}), RunContext())

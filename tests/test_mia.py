@@ -448,7 +448,7 @@ def test_mia_check_kind() -> None:
                      options={"trials": 600, "attack": "loss", "pool": 4, "accountant": False})
     res = run_check(spec, RunContext(seed=1))
     assert res.outcome.verdict == Verdict.PASS and res.met
-    assert res.outcome.metrics["trials"] == 600
+    assert res.outcome.result.trials == 600
     bad = CheckSpec("m", "mia", "dp_sgd:sound", options={"shadow": 3})
     with pytest.raises(InputError, match="unknown option"):
         run_check(bad, RunContext())

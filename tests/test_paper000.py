@@ -374,7 +374,7 @@ def test_sound_calibration_holds_at_large_epsilon():
                      params={"n": 100, "epsilon": 16.0, "T_per_n": 1.0})
     res = run_check(spec, RunContext())
     assert res.outcome.verdict == Verdict.PASS, res.outcome.message
-    assert 0.9 < res.outcome.metrics["ratio"] <= 1.0
+    assert 0.9 < res.outcome.result.ratio <= 1.0
 
 
 def test_double_spider_steps_are_capped():

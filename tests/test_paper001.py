@@ -158,7 +158,7 @@ def test_tree_charges_each_record_only_the_nodes_above_its_leaf(Sigma):
     assert len(cur.ledger) == Sigma and cur.ledger.records_touched > 0
     # the account is tight: noise set for exactly levels nodes buys exactly the claim
     out = _account("tree_prefix:sound", {"Sigma": Sigma, "n": 2 * Sigma, "B": 2})
-    assert out.metrics["epsilon_accountant"] == pytest.approx(1.0, abs=2e-3)
+    assert out.result.epsilon_accountant == pytest.approx(1.0, abs=2e-3)
 
 
 def test_tree_prefix_sums_are_the_clipped_leaf_means_plus_noise():

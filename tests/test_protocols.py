@@ -73,7 +73,7 @@ def test_a_contradicted_claim_fails_and_the_paper_numbers_are_reported():
                  "differences": "a test"})
     res = run_check(spec, RunContext(seed=0))
     assert res.met, res.outcome.message
-    r = res.outcome.metrics["results"]
+    r = res.outcome.result.results
     assert r["eps 0.05"]["excess_risk"]["paper"] == 0.01
     assert r["eps 50"]["excess_risk"]["paper"] is None
     assert r["eps 0.05"]["excess_risk"]["median"] > r["eps 50"]["excess_risk"]["median"]

@@ -217,7 +217,7 @@ def _assert_layout(d: _Dom, *, figures: set[str]) -> None:
 def test_run_writes_json_markdown_and_html(run_dir, rep):
     _, out = run_dir
     assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json", "report.md"]
-    assert rep["schema_version"] == "1.1" and rep["scale"] == "quick"
+    assert rep["schema_version"] == "2.0" and rep["scale"] == "quick"
     assert rep["algorithms"]["noisy_gd:planted_half_steps"]["findings"][0]["detected_by"]
     for c in rep["checks"]:
         assert c["source"].startswith(str(run_dir[0]))
@@ -630,7 +630,7 @@ def test_merged_reports_equal_one_run_over_both_suites(shards, tmp_path):
 @pytest.mark.parametrize("field,value,words", [
     ("seed", 9, ["seeds", "9", "0"]),
     ("scale", "thorough", ["scales", "'thorough'", "'quick'"]),
-    ("schema_version", "1.0", ["schema versions", "'1.0'", "'1.1'"]),
+    ("schema_version", "1.0", ["schema versions", "'1.0'", "'2.0'"]),
     ("verdict", "FAIL", ["'gd.account'", "a.toml", "verdict", '"PASS" vs "FAIL"']),
 ])
 def test_reports_that_do_not_merge_are_input_errors(shards, tmp_path, capsys, field, value,

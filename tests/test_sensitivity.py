@@ -222,7 +222,7 @@ def test_user_function_in_a_suite_check(tmp_path, monkeypatch):
                      {"data": f"{mod}:data", "search": "canaries", "neighbours": "outlier"})
     res = run_check(spec, RunContext(seed=1))
     assert res.met and res.outcome.evidence["counterexample"]["generator"] == "outlier"
-    assert res.outcome.metrics["generator"] == "outlier"
+    assert res.outcome.result.generator == "outlier"
 
 
 def test_user_pair_function(tmp_path, monkeypatch):

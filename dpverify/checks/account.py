@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 
 from dpverify.accounting.accountant import account_ledger, claimed_epsilon, zcdp_of_ledger
-from dpverify.checks.base import CheckKind, Options, Outcome, register_kind
+from dpverify.checks.base import CheckKind, Options, Outcome, Result, doc, register_kind
 from dpverify.core.claims import PrivacyClaim, Verdict
 from dpverify.core.errors import InputError, check_delta, check_positive
-from dpverify.core.prose import Statement, check_options, fmt, metrics_of, num
+from dpverify.core.prose import Statement, check_options, fmt, num
 from dpverify.execution.executors import single_threaded_blas
 from dpverify.execution.experiment import Experiment
 from dpverify.execution.trials import seed_streams
@@ -80,46 +80,70 @@ class AccountOptions(Options):
         check_positive(self.runs, "runs", integer=True)
 
 
+@dataclass(frozen=True)
+class AccountMetrics(Result):
+    """The ``account`` check's numbers: the ledger composed by dp_accounting, against the
+    claim."""
+
+    epsilon_accountant: float | None = doc("ε of the run's ledger at `delta` (PLD where it "
+                                           "supports the events, else RDP)")
+    epsilon_claimed: float | None = doc("the variant's claimed ε at `delta`")
+    delta: float | None = doc("the δ the ledger is accounted at")
+    relation: str | None = doc("the neighbouring relation (`add_remove`, `replace_one`)")
+    ratio: float | None = doc("epsilon_accountant / epsilon_claimed")
+    epsilon_pld: float | None = doc("ε by the PLD accountant (nan where it does not apply)")
+    epsilon_rdp: float | None = doc("ε by the RDP accountant")
+    rho_accountant: float | None = doc("zCDP ρ of the ledger (unsampled Gaussians only)")
+    rho_claimed: float | None = doc("the claimed zCDP ρ, for a zCDP claim")
+    releases: int | None = doc("noisy releases in the ledger")
+    gradient_evaluations: int | None = doc("records the run touched")
+    filter_budget: float | None = doc("the privacy filter's ρ budget (adaptive runs)")
+    filter_spent_max: float | None = doc("the largest ρ the filter let a run spend")
+    rho_accountant_max_over_runs: float | None = doc("the largest ρ over `runs` runs")
+    runs: int | None = doc("runs accounted (option `runs` > 1)")
+
+
 @register_kind
 class AccountCheck(CheckKind):
     """epsilon_accountant <= epsilon_claimed (1 + rtol), else FAIL with both numbers."""
 
     name = "account"
     Options = AccountOptions
+    Result = AccountMetrics
     column = "privacy"
     registered_only = True
 
     def run(self, exp: Experiment, options: AccountOptions) -> Outcome:
-        return account_check(exp, options)
+        return account_check(exp, options).typed(AccountMetrics)
 
     def statement(self, check: Mapping[str, Any], claim: str,
                   info: Mapping[str, Any] | None) -> Statement:
-        m = metrics_of(check)
-        eps, claimed = num(m.get("epsilon_accountant")), num(m.get("epsilon_claimed"))
-        pld = num(m.get("epsilon_pld"))
+        r = self.Result.of(check)
+        eps, claimed = num(r.epsilon_accountant), num(r.epsilon_claimed)
+        pld = num(r.epsilon_pld)
         # The check reports PLD where it supports the events, else RDP.
         acc = "PLD" if pld is not None and not math.isnan(pld) else "RDP"
         if eps is not None and math.isinf(eps):
             spent = ("spends ε = ∞: some release leaves without noise (an exact answer, or "
                      "noise of scale 0)")
         else:
-            ratio = num(m.get("ratio"))
-            spent = (f"spends ε = {fmt(eps)} at δ = {fmt(m.get('delta'))}"
+            ratio = num(r.ratio)
+            spent = (f"spends ε = {fmt(eps)} at δ = {fmt(r.delta)}"
                      + (f" against the claimed ε = {fmt(claimed)} (ratio {fmt(ratio)})"
                         if ratio is not None else ""))
-        measured = (f"The ledger of one run ({fmt(m.get('releases'))} noisy releases), composed "
+        measured = (f"The ledger of one run ({fmt(r.releases)} noisy releases), composed "
                     f"by dp_accounting's {acc} accountant, {spent}.")
-        if m.get("rho_claimed") is not None and m.get("rho_accountant") is not None:
-            measured += (f" In zCDP it spends ρ = {fmt(m.get('rho_accountant'))} against the "
-                         f"claimed ρ = {fmt(m.get('rho_claimed'))}.")
-        if m.get("rho_accountant_max_over_runs") is not None:
-            measured += (f" Over {fmt(m.get('runs'))} runs the largest ρ spent is "
-                         f"{fmt(m.get('rho_accountant_max_over_runs'))}.")
-        if m.get("filter_budget") is not None:
-            measured += f" Its privacy filter's budget is ρ = {fmt(m.get('filter_budget'))}."
+        if r.rho_claimed is not None and r.rho_accountant is not None:
+            measured += (f" In zCDP it spends ρ = {fmt(r.rho_accountant)} against the "
+                         f"claimed ρ = {fmt(r.rho_claimed)}.")
+        if r.rho_accountant_max_over_runs is not None:
+            measured += (f" Over {fmt(r.runs)} runs the largest ρ spent is "
+                         f"{fmt(r.rho_accountant_max_over_runs)}.")
+        if r.filter_budget is not None:
+            measured += f" Its privacy filter's budget is ρ = {fmt(r.filter_budget)}."
         conf = ("No sampling error: this is numerical accounting of the noise the run actually "
                 "added, rounded pessimistically (an upper bound on what that noise costs).")
-        short = (f"the ledger spends ε = {fmt(eps)} at δ = {fmt(m.get('delta'))} against the "
+        short = (f"the ledger spends ε = {fmt(eps)} at δ = {fmt(r.delta)} against the "
                  f"claimed {fmt(claimed)} (exact accounting, no sampling error)")
         return Statement(f"The variant claims {claim}.", measured, conf, short)
 

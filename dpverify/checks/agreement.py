@@ -30,12 +30,14 @@ from dpverify.checks.base import (
     CheckKind,
     Options,
     Outcome,
+    Result,
+    doc,
     register_kind,
 )
 from dpverify.core.backends import Backend, get_backend
 from dpverify.core.claims import Verdict
 from dpverify.core.errors import InputError, check_positive, check_probability
-from dpverify.core.prose import Statement, fmt, metrics_of
+from dpverify.core.prose import Statement, fmt
 from dpverify.core.registry import Problem, Target, resolve
 from dpverify.execution.experiment import Experiment
 from dpverify.execution.trials import build_problem, run_target, seed_streams
@@ -499,6 +501,28 @@ class AgreeOptions(Options):
         check_positive(self.trajectory_trials, "trajectory_trials", integer=True)
 
 
+@dataclass(frozen=True)
+class AgreeMetrics(Result):
+    """The ``agree`` check's numbers: NumPy against torch, per release and in
+    distribution."""
+
+    device: str | None = doc("the torch device")
+    dtype: str | None = doc("the torch dtype")
+    mode: str | None = doc("`trajectory`, `distribution` or `both`")
+    max_abs_dev: float | None = doc("largest absolute deviation of a release (trajectory)")
+    max_rel_dev: float | None = doc("largest relative deviation of a release (trajectory)")
+    tolerance: float | None = doc("the rounding budget the deviations are judged against")
+    releases: int | None = doc("releases compared (trajectory)")
+    trajectory_trials: int | None = doc("runs replayed on one noise stream")
+    ledger_match: bool | None = doc("whether both ledgers hold the same releases")
+    first_divergent_release: int | None = doc("the first release over its budget, if any")
+    trials: int | None = doc("runs per backend (distribution)")
+    alpha: float | None = doc("the distribution test's level")
+    pvalues: list[Any] | None = doc("Holm-adjusted KS p-values per output coordinate")
+    min_pvalue_adjusted: float | None = doc("the smallest adjusted p-value")
+    rejected_coordinates: list[Any] | None = doc("coordinates whose distributions differ")
+
+
 @register_kind
 class AgreeCheck(CheckKind):
     """NumPy and torch agree: trajectories within rounding, and (optionally) distributions.
@@ -508,26 +532,27 @@ class AgreeCheck(CheckKind):
 
     name = "agree"
     Options = AgreeOptions
+    Result = AgreeMetrics
     column = "agreement"
     registered_only = True
 
     def run(self, exp: Experiment, options: AgreeOptions) -> Outcome:
-        return agree_check(exp, options)
+        return agree_check(exp, options).typed(AgreeMetrics)
 
     def statement(self, check: Mapping[str, Any], claim: str,
                   info: Mapping[str, Any] | None) -> Statement:
-        m = metrics_of(check)
+        r = self.Result.of(check)
         bits = []
-        if m.get("max_rel_dev") is not None:
-            bits.append(f"on one shared noise stream, torch ({m.get('device')}, {m.get('dtype')}) "
-                        f"deviates from NumPy by at most {fmt(m.get('max_rel_dev'), 3)} (relative; "
-                        f"tolerance {fmt(m.get('tolerance'), 3)}) over {fmt(m.get('releases'))} "
-                        f"releases" + ("" if m.get("ledger_match", True) else
+        if r.max_rel_dev is not None:
+            bits.append(f"on one shared noise stream, torch ({r.device}, {r.dtype}) "
+                        f"deviates from NumPy by at most {fmt(r.max_rel_dev, 3)} (relative; "
+                        f"tolerance {fmt(r.tolerance, 3)}) over {fmt(r.releases)} "
+                        f"releases" + ("" if r.ledger_match is not False else
                                        ", and the two ledgers differ"))
-        if m.get("min_pvalue_adjusted") is not None:
-            bits.append(f"with independent noise ({fmt(m.get('trials'))} trials per backend) the "
+        if r.min_pvalue_adjusted is not None:
+            bits.append(f"with independent noise ({fmt(r.trials)} trials per backend) the "
                         f"smallest Holm-adjusted Kolmogorov-Smirnov p-value is "
-                        f"{fmt(m.get('min_pvalue_adjusted'), 3)} (level {fmt(m.get('alpha'))})")
+                        f"{fmt(r.min_pvalue_adjusted, 3)} (level {fmt(r.alpha)})")
         measured = ("; ".join(bits) + ".") if bits else str(check.get("message", ""))
         return Statement("The NumPy and torch backends must compute the same algorithm.",
                          measured[:1].upper() + measured[1:],

@@ -214,6 +214,148 @@ def _coerce(value: Any, tp: Any) -> Any:
     return value
 
 
+# Typed results ----------------------------------------------------------------------------
+
+_NUMBER_WORDS = ("inf", "-inf", "nan")
+
+
+def doc(text: str, key: str | None = None) -> Any:
+    """A result field that defaults to ``None``, described by ``text`` (the schema's words).
+
+    ``key`` is its name in ``report.json`` where that is no Python name
+    (``tpr_at_fpr_0.001``).
+    """
+    meta = {"doc": text, **({"key": key} if key else {})}
+    return field(default=None, metadata=meta)
+
+
+def _accepts_float(tp: Any) -> bool:
+    return tp is float or float in typing.get_args(tp)
+
+
+@dataclass(frozen=True)
+class Result:
+    """A check's typed result: its numbers under the names ``report.json`` gives them.
+
+    Each kind declares its own frozen subclass (``CheckKind.Result``); this base is the
+    result of a kind known only from its records, which keeps whatever they hold in
+    :attr:`extra`. Every field is optional (``None``: not measured); ``report.json``
+    writes the fields that are not ``None`` under ``metrics`` (:meth:`to_metrics`).
+
+    Examples
+    --------
+    >>> @dataclass(frozen=True)
+    ... class Demo(Result):
+    ...     ratio: float | None = doc("measured over claimed")
+    >>> Demo.from_metrics({"ratio": "inf"}).ratio
+    inf
+    >>> Demo.from_metrics({"ratio": 1.0}).to_metrics()
+    {'ratio': 1.0}
+    >>> Demo.from_metrics({"ratoi": 1.0})
+    Traceback (most recent call last):
+    ...
+    ValueError: a Demo result has no field 'ratoi' (declared: ['error', 'ratio', 'warnings'])
+    """
+
+    #: The kind whose result this is (set by :func:`register_kind`).
+    kind: ClassVar[str] = ""
+
+    error: str | None = field(default=None, kw_only=True, metadata={
+        "doc": "why the check did not complete (its verdict is then INCONCLUSIVE)"})
+    warnings: int | None = field(default=None, kw_only=True, metadata={
+        "doc": "how many warnings its libraries raised (where there were any)"})
+    #: What a record held beyond the declared fields (old records, unknown kinds).
+    extra: Mapping[str, Any] = field(default_factory=dict, kw_only=True, repr=False,
+                                     metadata={"internal": True})
+
+    @classmethod
+    def schema_fields(cls) -> dict[str, dataclasses.Field[Any]]:
+        """The fields by their ``report.json`` names."""
+        return {f.metadata.get("key", f.name): f for f in dataclasses.fields(cls)
+                if not f.metadata.get("internal")}
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any], *, strict: bool = True) -> Result:
+        """The typed result of a metrics dictionary.
+
+        ``strict`` (a kind's own run) refuses a key the class does not declare and a
+        value of the wrong type, naming the kind and the key; otherwise (a saved record)
+        undeclared keys are kept in :attr:`extra` and values as they were written. The
+        words ``"inf"``, ``"-inf"``, ``"nan"`` of a number field are read as numbers.
+        """
+        if cls is Result:
+            return cls(error=metrics.get("error"), warnings=metrics.get("warnings"),
+                       extra={k: v for k, v in metrics.items() if k not in ("error",
+                                                                               "warnings")})
+        hints = typing.get_type_hints(cls)
+        fields = cls.schema_fields()
+        values: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for key, raw in metrics.items():
+            f = fields.get(key)
+            if f is None:
+                if strict:
+                    raise ValueError(f"a {cls._who()} result has no field {key!r} "
+                                     f"(declared: {sorted(fields)})")
+                extra[key] = raw
+                continue
+            values[f.name] = cls._value(key, jsonable(raw), hints[f.name], strict)
+        return cls(**values, extra=extra)
+
+    @classmethod
+    def _value(cls, key: str, v: Any, tp: Any, strict: bool) -> Any:
+        if v in _NUMBER_WORDS and _accepts_float(tp):
+            return float(v)
+        if strict and not conforms(v, tp):
+            raise ValueError(f"a {cls._who()} result's {key!r} must be {type_name(tp)}, "
+                             f"got {v!r}")
+        return v
+
+    @classmethod
+    def _who(cls) -> str:
+        return f"{cls.kind!r} check" if cls.kind else cls.__name__
+
+    @classmethod
+    def of(cls, check: Mapping[str, Any]) -> Result:
+        """The typed result of a ``report.json`` record (its ``metrics``), leniently."""
+        return cls.from_metrics(check.get("metrics") or {}, strict=False)
+
+    def to_metrics(self) -> dict[str, Any]:
+        """The fields that are not ``None`` (and :attr:`extra`), as ``report.json`` writes
+        them under ``metrics``."""
+        out = {key: getattr(self, f.name) for key, f in self.schema_fields().items()
+               if getattr(self, f.name) is not None}
+        return {**out, **self.extra}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A value by its ``report.json`` name (the field, else :attr:`extra`), for code
+        that loops over several kinds' names (a headline, a baseline comparison)."""
+        f = self.schema_fields().get(key)
+        v = getattr(self, f.name) if f is not None else self.extra.get(key)
+        return default if v is None else v
+
+    def replace(self, **changes: Any) -> Result:
+        """A copy with ``changes`` (fields by their Python names)."""
+        return dataclasses.replace(self, **changes)
+
+
+def result_of(check: Mapping[str, Any]) -> Result:
+    """The typed result of a ``report.json`` record, by its kind (the generic
+    :class:`Result` for a kind this installation lacks).
+
+    Examples
+    --------
+    >>> r = result_of({"kind": "account", "metrics": {"epsilon_accountant": "inf"}})
+    >>> type(r).__name__, r.epsilon_accountant
+    ('AccountMetrics', inf)
+    >>> result_of({"kind": "gone", "metrics": {"x": 1}}).extra
+    {'x': 1}
+    """
+    _load_builtin_kinds()
+    kind = CHECK_KINDS.get(str(check.get("kind")))
+    return (kind.Result if kind is not None else Result).of(check)
+
+
 # Check kinds ------------------------------------------------------------------------------
 
 
@@ -226,6 +368,8 @@ class CheckKind(abc.ABC):
 
     name: ClassVar[str] = ""
     Options: ClassVar[type[Options]] = Options
+    #: The kind's typed result (the generic :class:`Result` for a kind without one).
+    Result: ClassVar[type[Result]] = Result
     #: Whether the kind runs a registered algorithm's variant (False: it also takes a
     #: user's ``module:function``, as audits and rate sweeps do).
     registered_only: ClassVar[bool] = False
@@ -280,6 +424,8 @@ def register_kind(cls: type[CheckKind]) -> type[CheckKind]:
     """
     if not cls.name:
         raise ValueError(f"{cls.__name__} has no name")
+    if cls.Result is not Result:
+        cls.Result.kind = cls.name
     CHECK_KINDS[cls.name] = cls()
     return cls
 
@@ -339,12 +485,40 @@ class RunContext:
 
 @dataclass
 class Outcome:
-    """What a check kind returns: its verdict, the numbers behind it, and a sentence."""
+    """What a check kind returns: its verdict, its typed result, the evidence behind it,
+    and a sentence.
+
+    ``result`` may be given as a plain dictionary (code below the kinds builds one): it
+    is then held as the generic :class:`Result` until :meth:`typed` declares its kind.
+
+    Examples
+    --------
+    >>> from dpverify.checks.account import AccountMetrics
+    >>> o = Outcome(Verdict.PASS, {"ratio": 0.5}).typed(AccountMetrics)
+    >>> o.result.ratio, dict(o.metrics)
+    (0.5, {'ratio': 0.5})
+    """
 
     verdict: Verdict
-    metrics: dict[str, Any] = field(default_factory=dict)
+    result: Result = field(default_factory=Result)
     evidence: dict[str, Any] = field(default_factory=dict)
     message: str = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.result, Mapping):
+            self.result = Result.from_metrics(self.result)
+
+    @property
+    def metrics(self) -> Mapping[str, Any]:
+        """The result as ``report.json`` writes it (read-only)."""
+        return types.MappingProxyType(self.result.to_metrics())
+
+    def typed(self, cls: type[Result]) -> Outcome:
+        """This outcome with its result read into ``cls``, strictly: a key ``cls`` does not
+        declare is an error naming the kind and the key."""
+        if type(self.result) is cls:
+            return self
+        return dataclasses.replace(self, result=cls.from_metrics(self.result.to_metrics()))
 
 
 @dataclass
@@ -367,7 +541,7 @@ class CheckResult:
             "expected": self.spec.expected.value,
             "verdict": self.outcome.verdict.value,
             "met": self.met,
-            "metrics": jsonable(self.outcome.metrics),
+            "metrics": jsonable(self.outcome.result.to_metrics()),
             "evidence": jsonable(self.outcome.evidence),
             "message": self.outcome.message,
             "params": jsonable(dict(self.spec.params)),
@@ -404,7 +578,7 @@ def run_check(spec: CheckSpec, ctx: RunContext) -> CheckResult:
     try:
         options = kind.options(spec.options_at(ctx.scale), where)
         exp = Experiment.from_context(spec.target, spec.params, ctx)
-        outcome = kind.run(exp, options)
+        outcome = kind.run(exp, options).typed(kind.Result)
     except InputError as e:
         if str(e).startswith(where):
             raise
@@ -414,7 +588,7 @@ def run_check(spec: CheckSpec, ctx: RunContext) -> CheckResult:
 
         outcome = Outcome(
             Verdict.INCONCLUSIVE,
-            {"error": f"{type(e).__name__}: {e}"},
+            kind.Result(error=f"{type(e).__name__}: {e}"),
             {"traceback": traceback.format_exc(limit=8)},
             f"the check raised {type(e).__name__}: {e}",
         )

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.checks.base import CheckKind, Options, Outcome, register_kind
+from dpverify.checks.base import CheckKind, Options, Outcome, Result, doc, register_kind
 from dpverify.checks.rates.metrics import get_metric, target_metric
 from dpverify.checks.rates.theory import evaluate
 from dpverify.core.claims import Verdict
@@ -231,16 +231,39 @@ def verify_certificates(exp: Experiment, o: CertificateOptions) -> CertificateRe
     return res
 
 
+@dataclass(frozen=True)
+class CertificateMetrics(Result):
+    """The ``certificate`` check's numbers: how often the algorithm's own stationarity
+    certificate is false."""
+
+    trials: int | None = doc("runs")
+    certified: int | None = doc("runs whose certificate claims stationarity")
+    false_certificates: int | None = doc("certified runs whose output is not stationary")
+    undefined: int | None = doc("runs the metric could not score")
+    certified_fraction: float | None = doc("certified / trials")
+    true_among_certified: float | None = doc("the share of certificates that hold")
+    false_rate: float | None = doc("false certificates / trials")
+    false_rate_lower: float | None = doc("Clopper-Pearson lower end of the false rate")
+    false_rate_upper: float | None = doc("Clopper-Pearson upper end of the false rate")
+    false_given_certified_upper: float | None = doc(
+        "upper end of the false rate among certified runs")
+    max_false_rate: float | None = doc("the largest false rate the check allows")
+    confidence: float | None = doc("confidence of the intervals")
+    metric: str | None = doc("the stationarity metric")
+    threshold: float | None = doc("the metric's stationarity threshold")
+
+
 @register_kind
 class CertificateCheck(CheckKind):
     """Is an algorithm's self-certificate false more often than its theorem allows?"""
 
     name = "certificate"
     Options = CertificateOptions
+    Result = CertificateMetrics
     registered_only = True
 
     def run(self, exp: Experiment, options: CertificateOptions) -> Outcome:
-        return certificate_outcome(verify_certificates(exp, options))
+        return certificate_outcome(verify_certificates(exp, options)).typed(CertificateMetrics)
 
 
 def certificate_outcome(res: CertificateResult) -> Outcome:

@@ -29,7 +29,15 @@ import numpy as np
 from scipy import stats
 
 from dpverify.accounting.accountant import account_ledger
-from dpverify.checks.base import CheckKind, Options, Outcome, register_kind
+from dpverify.checks.base import (
+    CheckKind,
+    Options,
+    Outcome,
+    Result,
+    doc,
+    jsonable,
+    register_kind,
+)
 from dpverify.checks.rates.metrics import target_metric
 from dpverify.core.claims import Verdict
 from dpverify.core.errors import InputError, check_positive, check_probability
@@ -210,12 +218,27 @@ The paper: a beats b; numbers: none printed.'
     return text
 
 
+@dataclass(frozen=True)
+class CompareMetrics(Result):
+    """The ``compare`` check's numbers: a subject against a baseline, point by point."""
+
+    metric: str | None = doc("the utility metric compared")
+    claim: str | None = doc("the ordering claimed (`better`, `worse`...)")
+    seeds: int | None = doc("runs per arm and point")
+    confidence: float | None = doc("1 - the Holm-corrected level")
+    baseline: str | None = doc("the baseline target")
+    vary: str | None = doc("the parameter swept (none: one point)")
+    points: list[Any] | None = doc("per point: value, p-values, ratio, both means and "
+                                   "epsilons, confirmed, refuted")
+
+
 @register_kind
 class CompareCheck(CheckKind):
     """Does the subject beat the baseline at every grid value, as the paper claims?"""
 
     name = "compare"
     Options = CompareOptions
+    Result = CompareMetrics
     registered_only = True
 
     def run(self, exp: Experiment, options: CompareOptions) -> Outcome:
@@ -230,9 +253,10 @@ class CompareCheck(CheckKind):
                            "subject_epsilon": p["subject"].get("epsilon_accountant"),
                            "baseline_epsilon": p["baseline"].get("epsilon_accountant"),
                            "confirmed": c, "refuted": r})
-        metrics = {"metric": res["metric"], "claim": options.claim, "seeds": options.seeds,
-                   "confidence": options.confidence, "baseline": options.baseline,
-                   "vary": options.vary, "points": rows}
+        metrics = CompareMetrics(metric=res["metric"], claim=options.claim,
+                                 seeds=options.seeds, confidence=options.confidence,
+                                 baseline=options.baseline, vary=options.vary,
+                                 points=jsonable(rows))
         where = ", ".join(f"{options.vary}={r['value']}" if options.vary else "the point"
                           for r, bad in zip(rows, refuted, strict=True) if bad)
         if verdict == Verdict.FAIL:

@@ -44,7 +44,9 @@ from dpverify.checks.base import (
     CheckSpec,
     Options,
     Outcome,
+    Result,
     RunContext,
+    doc,
     register_kind,
     run_check,
 )
@@ -228,12 +230,43 @@ class OutputsOptions(Options):
     trials: int = 4
 
 
+@dataclass(frozen=True)
+class OutputsMetrics(Result):
+    """The ``outputs`` check's numbers: shape and finiteness of the outputs."""
+
+    trials: int | None = doc("runs")
+    shape: list[Any] | None = doc("the output array's shape (trials first)")
+    releases: int | None = doc("noisy releases in one run's ledger")
+    nonfinite: int | None = doc("trials with a non-finite output")
+
+
+@dataclass(frozen=True)
+class SettingMetrics(Result):
+    """The ``setting`` check's numbers: the public setting on neighbouring datasets."""
+
+    pairs: int | None = doc("neighbouring pairs compared")
+    differing_pairs: int | None = doc("pairs whose public settings differ")
+    fields: list[Any] | None = doc("the fields that differ")
+
+
+@dataclass(frozen=True)
+class DeterminismMetrics(Result):
+    """The ``determinism`` check's numbers: blocks of trials, reordered and spread."""
+
+    trials: int | None = doc("runs")
+    block_size: int | None = doc("trials per block")
+    workers: int | None = doc("workers the blocks were spread over")
+    reordered_identical: bool | None = doc("whether reordered blocks gave the same outputs")
+    separable: bool | None = doc("whether a trial's output depends on its own stream only")
+
+
 @register_kind
 class OutputsCheck(CheckKind):
     """A run of ``trials`` trials returns finite outputs with a leading trial axis."""
 
     name = "outputs"
     Options = OutputsOptions
+    Result = OutputsMetrics
     registered_only = True
 
     def run(self, exp: Experiment, options: OutputsOptions) -> Outcome:
@@ -241,12 +274,12 @@ class OutputsCheck(CheckKind):
         with np.errstate(all="ignore"):
             out, cur = exp.run(trials=k, rng=seed_streams(exp.seed, 2)[1])
         arr = np.asarray(cur.backend.to_numpy(out), dtype=float)
-        metrics = {"trials": k, "shape": list(arr.shape), "releases": len(cur.ledger)}
+        metrics = OutputsMetrics(trials=k, shape=list(arr.shape), releases=len(cur.ledger))
         if arr.ndim < 1 or arr.shape[0] != k:
             return Outcome(Verdict.FAIL, metrics, {}, f"the output has shape {arr.shape}: "
                            f"no leading axis of the {k} trials")
         bad = int(np.sum(~np.isfinite(arr)))
-        metrics["nonfinite"] = bad
+        metrics = metrics.replace(nonfinite=bad)
         if bad:
             rows = np.flatnonzero(~np.isfinite(arr.reshape(k, -1)).all(axis=1)).tolist()
             return Outcome(Verdict.FAIL, metrics, {"trials_nonfinite": rows},
@@ -274,6 +307,7 @@ class SettingCheck(CheckKind):
 
     name = "setting"
     Options = SettingOptions
+    Result = SettingMetrics
     column = "privacy"
     registered_only = True
 
@@ -291,13 +325,13 @@ class SettingCheck(CheckKind):
                 diff = exp.setting(pair.D).differences(exp.setting(pair.D_prime))
                 if diff:
                     found.append({"generator": gen, "relation": relation, "fields": diff})
-        metrics = {"pairs": pairs, "differing_pairs": len(found),
-                   "fields": sorted({f for d in found for f in d["fields"]})}
+        metrics = SettingMetrics(pairs=pairs, differing_pairs=len(found),
+                                 fields=sorted({f for d in found for f in d["fields"]}))
         if found:
             first = found[0]
             return Outcome(Verdict.FAIL, metrics, {"differences": found},
                            f"the public setting differs between D and D' in "
-                           f"{', '.join(metrics['fields'])} ({len(found)} of {pairs} pairs; "
+                           f"{', '.join(metrics.fields or ())} ({len(found)} of {pairs} pairs; "
                            f"first: {first['generator']}, {first['relation']}): the variant "
                            "derives it from the records without a release")
         return Outcome(Verdict.PASS, metrics, {}, f"the same public setting on D and D' for "
@@ -332,6 +366,7 @@ class DeterminismCheck(CheckKind):
 
     name = "determinism"
     Options = DeterminismOptions
+    Result = DeterminismMetrics
     registered_only = True
 
     def run(self, exp: Experiment, options: DeterminismOptions) -> Outcome:
@@ -356,8 +391,9 @@ class DeterminismCheck(CheckKind):
         if not separable:
             problems.append(f"trial 0's output moves by {moved:.3g} when the block's other "
                             "trials hold other data: trials are not independent runs")
-        metrics = {"trials": trials, "block_size": k, "workers": options.workers,
-                   "separable": separable, "reordered_identical": _same(forward, backward)}
+        metrics = DeterminismMetrics(trials=trials, block_size=k, workers=options.workers,
+                                     separable=bool(separable),
+                                     reordered_identical=bool(_same(forward, backward)))
         if problems:
             return Outcome(Verdict.FAIL, metrics, {}, "; ".join(problems))
         return Outcome(Verdict.PASS, metrics, {}, f"{trials} trials in blocks of {k}: "

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.checks.base import CheckKind, Options, Outcome, register_kind
+from dpverify.checks.base import CheckKind, Options, Outcome, Result, doc, register_kind
 from dpverify.checks.rates.metrics import target_metric
 from dpverify.checks.rates.theory import evaluate
 from dpverify.core.claims import PrivacyClaim, Verdict
@@ -223,16 +223,34 @@ def verify_lower_bound(exp: Experiment, o: LowerBoundOptions) -> LowerBoundResul
                              claim=_claim_fields(judged))
 
 
+@dataclass(frozen=True)
+class LowerBoundMetrics(Result):
+    """The ``lower_bound`` check's numbers: the mean error against a proven lower bound."""
+
+    means: list[Any] | None = doc("mean error per dataset of the pair (null: infinite)")
+    mean: float | None = doc("their average")
+    upper: float | None = doc("its upper confidence limit")
+    bound: float | None = doc("the lower bound no private algorithm beats")
+    trials: int | None = doc("runs per dataset")
+    confidence: float | None = doc("confidence of `upper`")
+    metric: str | None = doc("the utility metric")
+    claim: dict[str, Any] | None = doc("the privacy level the bound is stated at")
+    verdict: str | None = doc("the verdict, as the bound's test gave it")
+    non_finite: int | None = doc("errors the metric could not score (counted infinite)")
+    ratio: float | None = doc("mean / bound")
+
+
 @register_kind
 class LowerBoundCheck(CheckKind):
     """Does a target beat a theorem's lower bound on the error of any private algorithm?"""
 
     name = "lower_bound"
     Options = LowerBoundOptions
+    Result = LowerBoundMetrics
     registered_only = True
 
     def run(self, exp: Experiment, options: LowerBoundOptions) -> Outcome:
-        return lower_bound_outcome(verify_lower_bound(exp, options))
+        return lower_bound_outcome(verify_lower_bound(exp, options)).typed(LowerBoundMetrics)
 
 
 def lower_bound_outcome(res: LowerBoundResult) -> Outcome:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import scipy.stats
 
-from dpverify.checks.base import CheckKind, Options, Outcome, register_kind
+from dpverify.checks.base import CheckKind, Options, Outcome, Result, doc, register_kind
 from dpverify.checks.rates.metrics import get_metric
 from dpverify.core.claims import Verdict
 from dpverify.core.errors import InputError, check_probability
@@ -197,14 +197,25 @@ def protocol_outcome(res: dict[str, Any]) -> Outcome:
     return Outcome(Verdict.parse(res["verdict"]), metrics, evidence, msg)
 
 
+@dataclass(frozen=True)
+class ProtocolMetrics(Result):
+    """The ``protocol`` check's numbers: a paper's table reproduced, and its claims."""
+
+    trials: int | None = doc("runs per method")
+    results: dict[str, Any] | None = doc("per method and metric: our summary and the paper's")
+    claims: list[Any] | None = doc("per claimed ordering: better, worse, metric, verdict, "
+                                   "p-values")
+
+
 @register_kind
 class ProtocolCheck(CheckKind):
     """A paper's experiment table rerun: its methods, metrics and comparative claims."""
 
     name = "protocol"
     Options = ProtocolOptions
+    Result = ProtocolMetrics
     registered_only = True
 
     def run(self, exp: Experiment, options: ProtocolOptions) -> Outcome:
-        return protocol_outcome(run_protocol(exp, options))
+        return protocol_outcome(run_protocol(exp, options)).typed(ProtocolMetrics)
 

@@ -104,7 +104,7 @@ def run_counting_warnings(spec: CheckSpec, ctx: RunContext) -> CheckResult:
         res.outcome.evidence["warnings"] = [
             {"category": c, "message": m, "count": k}
             for (c, m), k in tally.most_common(MAX_WARNINGS)]
-        res.outcome.metrics["warnings"] = sum(tally.values())
+        res.outcome.result = res.outcome.result.replace(warnings=sum(tally.values()))
     return res
 
 
@@ -148,7 +148,7 @@ def warning_summary(results: Sequence[CheckResult]) -> str:
             counts[str(w.get("category"))] += int(w.get("count", 1))
     if not checks:
         return ""
-    total = sum(int(r.outcome.metrics.get("warnings", 0)) for r in results)
+    total = sum(r.outcome.result.warnings or 0 for r in results)
     kinds = ", ".join(f"{c} x{k}" for c, k in counts.most_common(4))
     return (f"{total} warnings in {checks} check{'s' * (checks > 1)}, counted in the report "
             f"({kinds})")

@@ -123,16 +123,18 @@ def metrics_of(check: Mapping[str, Any]) -> Mapping[str, Any]:
     return check.get("metrics") or {}
 
 
-def order_sentence(m: Mapping[str, Any]) -> str:
+def order_sentence(r: Any) -> str:
     """Whether ε_lower ≤ ε_accountant ≤ ε_claimed holds, and if not, which link breaks.
+
+    ``r`` is a typed result with the three fields (an audit's, a membership attack's).
 
     Examples
     --------
-    >>> order_sentence({"epsilon_lower": 0.5, "epsilon_accountant": 0.9, "epsilon_claimed": 1})
+    >>> from types import SimpleNamespace as R
+    >>> order_sentence(R(epsilon_lower=0.5, epsilon_accountant=0.9, epsilon_claimed=1))
     'ε_lower ≤ ε_accountant ≤ ε_claimed holds.'
     """
-    lo, acc, cl = (num(m.get(k)) for k in ("epsilon_lower", "epsilon_accountant",
-                                            "epsilon_claimed"))
+    lo, acc, cl = num(r.epsilon_lower), num(r.epsilon_accountant), num(r.epsilon_claimed)
     if lo is None or cl is None:
         return ""
     broken = []

@@ -265,29 +265,8 @@ def _contents(doc: Document) -> str:
     return "".join(out)
 
 
-def render_html(rep: Mapping[str, Any], *, plot_format: str = "svg",
-                doc: Document | None = None) -> str:
-    """The self-contained HTML report of a report dictionary.
-
-    ``plot_format`` is ``svg`` (inline SVG), ``png`` (base64 images) or ``none``. Without
-    matplotlib the page says so in place of the figures.
-
-    Examples
-    --------
-    >>> rep = {"scale": "quick", "seed": 0, "suites": [], "summary": {}, "checks": [
-    ...     {"id": "x", "kind": "account", "target": "noisy_gd:sound", "verdict": "PASS",
-    ...      "expected": "PASS", "met": True, "metrics": {"epsilon_accountant": 0.9,
-    ...      "epsilon_claimed": 1.0}}]}
-    >>> page = render_html(rep)
-    >>> page.startswith("<!DOCTYPE html>"), page.count('<table class="checks">')
-    (True, 1)
-    """
-    if plot_format not in (*_plots.FORMATS, "none"):
-        raise InputError(f"plot format must be one of {(*_plots.FORMATS, 'none')}, "
-                         f"got {plot_format!r}")
-    doc = doc or build_document(rep)
-    missing = _plots.unavailable() if plot_format != "none" else None
-    fmt_ = None if (plot_format == "none" or missing) else plot_format
+def _header_html(rep: Mapping[str, Any], missing: str | None, plot_format: str) -> list[str]:
+    """The page's head and its header: scale, seed, counts, how to regenerate it."""
     s = rep.get("summary") or {}
     bv = s.get("by_verdict") or {}
     pk = rep.get("packages") or {}
@@ -311,10 +290,14 @@ def render_html(rep: Mapping[str, Any], *, plot_format: str = "svg",
     if missing and plot_format != "none":
         parts.append(f'<p class="note" id="no-plots">Figures are not drawn: {_e(missing)}.</p>')
     parts.append("</header>")
-    parts.append(_contents(doc))
-    parts += ['<section id="summary"><h2>Summary</h2>', '<table class="summary"><thead><tr>'
-              "<th>group</th><th>algorithm</th><th>variant</th><th>kind</th><th>privacy</th>"
-              "<th>rate</th><th>agreement</th></tr></thead><tbody>"]
+    return parts
+
+
+def _summary_html(doc: Document, rep: Mapping[str, Any]) -> list[str]:
+    """The summary table (a row per group, algorithm and variant) and the regressions."""
+    parts = ['<section id="summary"><h2>Summary</h2>', '<table class="summary"><thead><tr>'
+             "<th>group</th><th>algorithm</th><th>variant</th><th>kind</th><th>privacy</th>"
+             "<th>rate</th><th>agreement</th></tr></thead><tbody>"]
     for row in summary_rows(doc):
         parts.append(f"<tr><td>{_e(row.group)}</td><td>{_e(row.algorithm)}</td>"
                      f"<td><code>{_e(row.target)}</code></td><td>{_e(row.kind)}</td>"
@@ -328,48 +311,88 @@ def render_html(rep: Mapping[str, Any], *, plot_format: str = "svg",
     if regressions:
         parts.append('<section id="regressions"><h2>Regressions against the baseline</h2><ul>'
                      + "".join(f"<li>{_e(x)}</li>" for x in regressions) + "</ul></section>")
+    return parts
+
+
+def _algorithm_html(g: GroupView, a: Any, fmt_: str | None) -> list[str]:
+    """One algorithm: its variants, a table of its checks, each check, its findings."""
+    parts = [f'<section class="algorithm" id="{anchor("a", g.key + "-" + a.name)}">'
+             f"<h3>{_e(a.name)}</h3><p>{_e(a.description)}"
+             + (f" <i>Source: {_e(a.source)}.</i>" if a.source else "") + "</p>"]
+    parts.append('<table class="variants"><thead><tr><th>variant</th><th>kind</th>'
+                 "<th>privacy claim</th><th>utility theorem</th><th>known findings"
+                 "</th></tr></thead><tbody>")
+    for v in a.variants:
+        info = v.info or {}
+        parts.append(f"<tr><td><code>{_e(v.target)}</code></td><td>{_e(v.kind)}</td>"
+                     f"<td>{_e(claim_text(info.get('claim')))}</td>"
+                     f"<td>{_e(utility_text(info.get('utility')))}</td>"
+                     f"<td>{len(info.get('findings') or [])}</td></tr>")
+    parts.append("</tbody></table>")
+    checks = [c for v in a.variants for c in v.checks]
+    parts.append('<table class="checks"><thead><tr><th>check</th><th>kind</th>'
+                 "<th>target</th><th>expected</th><th>verdict</th><th>met</th>"
+                 "<th>key numbers</th></tr></thead><tbody>")
+    for c in checks:
+        r = c.record
+        met = "yes" if r.get("met") else '<span class="unmet">no</span>'
+        parts.append(f'<tr><td><a href="#{anchor("c", c.id)}">{_e(c.id)}</a></td>'
+                     f"<td>{_e(r.get('kind'))}</td><td><code>{_e(r.get('target'))}"
+                     f"</code></td><td>{_e(r.get('expected'))}</td>"
+                     f"<td>{_verdict(r.get('verdict'))}</td><td>{met}</td>"
+                     f"<td>{_e(headline(r))}</td></tr>")
+    parts.append("</tbody></table>")
+    parts += [_check_html(c, fmt_) for c in checks]
+    if a.findings:
+        parts.append(f"<h4>Findings of {_e(a.name)}</h4><ol class=\"findings\">"
+                     + "".join(f"<li>{_with_code(f.paragraph())}</li>" for f in a.findings)
+                     + "</ol>")
+    parts.append("</section>")
+    return parts
+
+
+def _group_html(g: GroupView, fmt_: str | None) -> list[str]:
+    parts = [f'<section class="group" id="{anchor("g", g.key)}">'
+             f"<h2>{_e(group_heading(g))}</h2>"]
+    if g.register:
+        parts.append(_register_html(g, {c.id for c in g.checks}))
+    if fmt_ is not None:
+        parts.append(_group_epsilons(g, fmt_))
+    for a in g.algorithms:
+        parts += _algorithm_html(g, a, fmt_)
+    parts.append("</section>")
+    return parts
+
+
+def render_html(rep: Mapping[str, Any], *, plot_format: str = "svg",
+                doc: Document | None = None) -> str:
+    """The self-contained HTML report of a report dictionary.
+
+    ``plot_format`` is ``svg`` (inline SVG), ``png`` (base64 images) or ``none``. Without
+    matplotlib the page says so in place of the figures.
+
+    Examples
+    --------
+    >>> rep = {"scale": "quick", "seed": 0, "suites": [], "summary": {}, "checks": [
+    ...     {"id": "x", "kind": "account", "target": "noisy_gd:sound", "verdict": "PASS",
+    ...      "expected": "PASS", "met": True, "metrics": {"epsilon_accountant": 0.9,
+    ...      "epsilon_claimed": 1.0}}]}
+    >>> page = render_html(rep)
+    >>> page.startswith("<!DOCTYPE html>"), page.count('<table class="checks">')
+    (True, 1)
+    """
+    if plot_format not in (*_plots.FORMATS, "none"):
+        raise InputError(f"plot format must be one of {(*_plots.FORMATS, 'none')}, "
+                         f"got {plot_format!r}")
+    doc = doc or build_document(rep)
+    missing = _plots.unavailable() if plot_format != "none" else None
+    fmt_ = None if (plot_format == "none" or missing) else plot_format
+    parts = _header_html(rep, missing, plot_format)
+    parts.append(_contents(doc))
+    parts += _summary_html(doc, rep)
     for g in doc.groups:
-        parts.append(f'<section class="group" id="{anchor("g", g.key)}">'
-                     f"<h2>{_e(group_heading(g))}</h2>")
-        if g.register:
-            parts.append(_register_html(g, {c.id for c in g.checks}))
-        if fmt_ is not None:
-            parts.append(_group_epsilons(g, fmt_))
-        for a in g.algorithms:
-            parts.append(f'<section class="algorithm" id="{anchor("a", g.key + "-" + a.name)}">'
-                         f"<h3>{_e(a.name)}</h3><p>{_e(a.description)}"
-                         + (f" <i>Source: {_e(a.source)}.</i>" if a.source else "") + "</p>")
-            parts.append('<table class="variants"><thead><tr><th>variant</th><th>kind</th>'
-                         "<th>privacy claim</th><th>utility theorem</th><th>known findings"
-                         "</th></tr></thead><tbody>")
-            for v in a.variants:
-                info = v.info or {}
-                parts.append(f"<tr><td><code>{_e(v.target)}</code></td><td>{_e(v.kind)}</td>"
-                             f"<td>{_e(claim_text(info.get('claim')))}</td>"
-                             f"<td>{_e(utility_text(info.get('utility')))}</td>"
-                             f"<td>{len(info.get('findings') or [])}</td></tr>")
-            parts.append("</tbody></table>")
-            checks = [c for v in a.variants for c in v.checks]
-            parts.append('<table class="checks"><thead><tr><th>check</th><th>kind</th>'
-                         "<th>target</th><th>expected</th><th>verdict</th><th>met</th>"
-                         "<th>key numbers</th></tr></thead><tbody>")
-            for c in checks:
-                r = c.record
-                met = "yes" if r.get("met") else '<span class="unmet">no</span>'
-                parts.append(f'<tr><td><a href="#{anchor("c", c.id)}">{_e(c.id)}</a></td>'
-                             f"<td>{_e(r.get('kind'))}</td><td><code>{_e(r.get('target'))}"
-                             f"</code></td><td>{_e(r.get('expected'))}</td>"
-                             f"<td>{_verdict(r.get('verdict'))}</td><td>{met}</td>"
-                             f"<td>{_e(headline(r))}</td></tr>")
-            parts.append("</tbody></table>")
-            parts += [_check_html(c, fmt_) for c in checks]
-            findings = a.findings
-            if findings:
-                parts.append(f"<h4>Findings of {_e(a.name)}</h4><ol class=\"findings\">"
-                             + "".join(f"<li>{_with_code(f.paragraph())}</li>" for f in findings)
-                             + "</ol>")
-            parts.append("</section>")
-        parts.append("</section>")
+        parts += _group_html(g, fmt_)
+    pk = rep.get("packages") or {}
     parts.append('<section id="versions"><h2>Versions</h2><table class="versions"><tbody>'
                  + "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>"
                            for k, v in pk.items() if v)

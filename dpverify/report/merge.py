@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dpverify.checks.base import jsonable, result_of
 from dpverify.core.errors import InputError
 from dpverify.report.writer import load_report, suite_path
 
@@ -27,7 +28,11 @@ def _key(check: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _result(check: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in check.items() if k not in _VOLATILE}
+    """A record as compared: its typed result in place of the metrics it was written as
+    (a field written as ``null`` or left out is the same result)."""
+    out = {k: v for k, v in check.items() if k not in _VOLATILE}
+    out["metrics"] = jsonable(result_of(check).to_metrics())
+    return out
 
 
 def _first_difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
@@ -92,7 +97,35 @@ def merge_reports(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str,
     version = _same("schema_version", reports)
     seed, scale = _same("seed", reports), _same("scale", reports)
     first = reports[0][1]
+    records = _merged_checks(reports)
+    created = [str(rep.get("created")) for _, rep in reports if rep.get("created")]
+    registers = _union(reports, "registers")
+    out: dict[str, Any] = {
+        "schema_version": version,
+        # ISO 8601 UTC timestamps sort as text: the merge is as recent as its newest run.
+        "created": max(created) if created else None,
+        "packages": first.get("packages"),
+        "seed": seed,
+        "scale": scale,
+        "suites": _merged_suites(reports),
+        "summary": summarize(records),
+        "regressions": list(dict.fromkeys(r for _, rep in reports
+                                          for r in rep.get("regressions") or [])),
+        "algorithms": _union(reports, "algorithms"),
+        **({"registers": registers} if registers else {}),
+        "checks": records,
+        "merged_from": _merged_from(reports),
+    }
+    # Keys only some writer puts in (a later minor version) pass through from the first
+    # file that has them.
+    for _, rep in reports:
+        for k, v in rep.items():
+            out.setdefault(k, v)
+    return out
 
+
+def _merged_suites(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """The union of the runs' suites; one suite file run with two seeds is an error."""
     suites: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
     for name, rep in reports:
         for s in rep.get("suites") or []:
@@ -104,7 +137,11 @@ def merge_reports(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str,
                 raise InputError(f"cannot merge: suite {key[0]} ran with seed "
                                  f"{prev.get('seed')!r} in {other} and {s.get('seed')!r} in "
                                  f"{name}")
+    return [s for _, s in suites.values()]
 
+
+def _merged_checks(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """The union of the runs' checks, in order; one check with two results is an error."""
     checks: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
     for name, rep in reports:
         for c in rep.get("checks") or []:
@@ -117,47 +154,30 @@ def merge_reports(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str,
                 where = f" of {key[1]}" if key[1] else ""
                 raise InputError(f"cannot merge: check {key[0]!r}{where} has different "
                                  f"results in {other} and {name} "
-                                 f"({_first_difference(prev, c)})")
+                                 f"({_first_difference(_result(prev), _result(c))})")
+    return [c for _, c in checks.values()]
 
-    algorithms: dict[str, Any] = {}
+
+def _union(reports: Sequence[tuple[str, Mapping[str, Any]]], field: str) -> dict[str, Any]:
+    """The union of a table the runs hold (``algorithms``, ``registers``), first wins."""
+    out: dict[str, Any] = {}
     for _, rep in reports:
-        for target, info in (rep.get("algorithms") or {}).items():
-            algorithms.setdefault(target, info)
-    registers: dict[str, Any] = {}
-    for _, rep in reports:
-        for group, entries in (rep.get("registers") or {}).items():
-            registers.setdefault(group, entries)
-    records = [c for _, c in checks.values()]
-    regressions = list(dict.fromkeys(r for _, rep in reports for r in rep.get("regressions")
-                                     or []))
-    created = [str(rep.get("created")) for _, rep in reports if rep.get("created")]
-    merged_from = []
+        for key, value in (rep.get(field) or {}).items():
+            out.setdefault(key, value)
+    return out
+
+
+def _merged_from(reports: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """The files merged, with their creation times and, where they differ from the first
+    file's, package versions."""
+    first = reports[0][1]
+    out = []
     for name, rep in reports:
         entry: dict[str, Any] = {"file": name, "created": rep.get("created"),
                                  "checks": len(rep.get("checks") or [])}
         if rep.get("packages") != first.get("packages"):
             entry["packages"] = rep.get("packages")
-        merged_from.append(entry)
-    out: dict[str, Any] = {
-        "schema_version": version,
-        # ISO 8601 UTC timestamps sort as text: the merge is as recent as its newest run.
-        "created": max(created) if created else None,
-        "packages": first.get("packages"),
-        "seed": seed,
-        "scale": scale,
-        "suites": [s for _, s in suites.values()],
-        "summary": summarize(records),
-        "regressions": regressions,
-        "algorithms": algorithms,
-        **({"registers": registers} if registers else {}),
-        "checks": records,
-        "merged_from": merged_from,
-    }
-    # Keys only some writer puts in (a later minor version) pass through from the first
-    # file that has them.
-    for _, rep in reports:
-        for k, v in rep.items():
-            out.setdefault(k, v)
+        out.append(entry)
     return out
 
 

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dpverify.checks.base import CheckKind, get_kind
+from dpverify.checks.base import CheckKind, get_kind, result_of
 from dpverify.core.errors import InputError
-from dpverify.core.prose import Statement, claim_text, fmt, metrics_of, param_args
+from dpverify.core.prose import Statement, claim_text, fmt, param_args
 from dpverify.core.registry import all_algorithms, is_registered_target, load_callable, resolve
 from dpverify.report.registers import RegisterRow, register_rows
 
@@ -210,9 +210,9 @@ def statement(check: Mapping[str, Any], info: Mapping[str, Any] | None = None) -
     The ledger of one run (10 noisy releases), composed by dp_accounting's PLD accountant,
     spends ε = 2 at δ = 1e-05 against the claimed ε = 1 (ratio 2).
     """
-    m = metrics_of(check)
-    if m.get("error"):
-        return Statement("", f"The check did not complete: {m['error']}.",
+    error = result_of(check).error
+    if error:
+        return Statement("", f"The check did not complete: {error}.",
                          "Its verdict is INCONCLUSIVE; the traceback is in the evidence.")
     claim = claim_text(check.get("claim") or (info or {}).get("claim"))
     return _kind(check).statement(check, claim, info)
@@ -580,17 +580,19 @@ def headline(check: Mapping[str, Any]) -> str:
 
     Examples
     --------
-    >>> headline({"metrics": {"epsilon_accountant": 2.0, "epsilon_claimed": 1.0}})
+    >>> headline({"kind": "account", "metrics": {"epsilon_accountant": 2.0,
+    ...           "epsilon_claimed": 1.0}})
     'ε_acc=2, ε_claimed=1'
     """
     names = {"epsilon_lower": "ε_lower", "epsilon_accountant": "ε_acc",
              "epsilon_claimed": "ε_claimed", "worst_ratio": "ratio", "exponent": "exponent",
              "theory": "theory", "max_rel_dev": "max_rel_dev", "auc": "AUC"}
-    m = metrics_of(check)
-    out = [f"{names[k]}={fmt(m[k])}" for k in HEADLINE if m.get(k) is not None]
-    if m.get("exponent") is not None and m.get("ci_low") is not None:
+    # The names are fields of several kinds' results (a kind without one shows none).
+    r = result_of(check)
+    out = [f"{names[k]}={fmt(r.get(k))}" for k in HEADLINE if r.get(k) is not None]
+    if r.get("exponent") is not None and r.get("ci_low") is not None:
         i = next(j for j, s in enumerate(out) if s.startswith("exponent="))
-        out.insert(i + 1, f"[{fmt(m['ci_low'], 3)}, {fmt(m['ci_high'], 3)}]")
+        out.insert(i + 1, f"[{fmt(r.get('ci_low'), 3)}, {fmt(r.get('ci_high'), 3)}]")
     return ", ".join(out)
 
 

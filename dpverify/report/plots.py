@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.checks.base import get_kind
+from dpverify.checks.base import get_kind, result_of
 from dpverify.core.errors import InputError
 from dpverify.core.prose import fmt, num
 from dpverify.stats.audit_bounds import delta_from_gdp
@@ -317,22 +317,74 @@ def epsilon_rows(checks: Sequence[Mapping[str, Any]],
 
     Examples
     --------
-    >>> rows = epsilon_rows([{"id": "a", "target": "t:v", "verdict": "FAIL", "metrics": {
-    ...     "epsilon_accountant": "inf", "epsilon_claimed": 1.0}}])
+    >>> rows = epsilon_rows([{"id": "a", "kind": "account", "target": "t:v", "verdict":
+    ...     "FAIL", "metrics": {"epsilon_accountant": "inf", "epsilon_claimed": 1.0}}])
     >>> rows[0].accountant, rows[0].lower
     (inf, None)
     """
     out = []
     for c in checks:
-        m = c.get("metrics") or {}
-        claimed = num(m.get("epsilon_claimed"))
+        # Kinds without one of the three fields (an account check proves no lower bound).
+        r = result_of(c)
+        claimed = num(r.get("epsilon_claimed"))
         if claimed is None:
             continue
         algo = (algorithm_of or {}).get(str(c.get("id"))) or str(c.get("target", "")).split(":")[0]
-        out.append(EpsilonRow(str(c.get("id")), algo, num(m.get("epsilon_lower")),
-                              num(m.get("epsilon_accountant")), claimed,
+        out.append(EpsilonRow(str(c.get("id")), algo, num(r.get("epsilon_lower")),
+                              num(r.get("epsilon_accountant")), claimed,
                               str(c.get("verdict", ""))))
     return out
+
+
+_EPS_STYLES = {"lower": ("C3", ">", "ε lower bound (audit)"),
+               "accountant": ("C0", "o", "ε accountant (ledger)"),
+               "claimed": ("k", "|", "ε claimed")}
+_EPS_SIZES = {"claimed": (14, 2.2), "accountant": (7, 1.5), "lower": (6, 1.0)}
+
+
+def _epsilon_markers(ax: Any, rows: Sequence[EpsilonRow], lo: float,
+                     hi: float) -> tuple[bool, bool]:
+    """Each row's three epsilons; whether an infinite one and a zero one were drawn."""
+    n = len(rows)
+    seen: set[str] = set()
+    inf_note = zero_note = False
+    for i, r in enumerate(rows):
+        y = n - 1 - i
+        for key in ("claimed", "accountant", "lower"):
+            v = getattr(r, key)
+            if v is None or math.isnan(v):
+                continue
+            color, marker, label = _EPS_STYLES[key]
+            kw: dict[str, Any] = {"color": color, "ms": _EPS_SIZES[key][0],
+                                  "mew": _EPS_SIZES[key][1], "zorder": 3}
+            if key == "accountant":  # hollow, so a claim at the same epsilon shows through
+                kw["mfc"] = "none"
+            if math.isinf(v):
+                x, inf_note = hi, True
+                ax.annotate("∞", (x, y), xytext=(5, -3), textcoords="offset points",
+                            fontsize=_FONT, color=color)
+                marker = ">" if key != "claimed" else marker
+            elif v <= 0:
+                x, zero_note = lo, True
+                kw["mfc"] = "none"
+            else:
+                x = v
+            ax.plot([x], [y], marker, label=label if key not in seen else None, **kw)
+            seen.add(key)
+    return inf_note, zero_note
+
+
+def _algorithm_bands(ax: Any, rows: Sequence[EpsilonRow]) -> None:
+    """Separators and names of the algorithms the rows belong to."""
+    n, start = len(rows), 0
+    for i in range(1, n + 1):
+        if i == n or rows[i].algorithm != rows[start].algorithm:
+            if i < n:
+                ax.axhline(n - i - 0.5, color="0.6", lw=0.6)
+            ax.annotate(rows[start].algorithm, (1.0, n - start - 0.5), xytext=(4, -9),
+                        xycoords=("axes fraction", "data"), textcoords="offset points",
+                        fontsize=_FONT - 0.5, color="0.35", ha="left")
+            start = i
 
 
 def epsilon_plot(rows: Sequence[EpsilonRow], *, pid: str, title: str,
@@ -359,45 +411,8 @@ def epsilon_plot(rows: Sequence[EpsilonRow], *, pid: str, title: str,
     n = len(rows)
     fig = _figure(8.6, 0.9 + 0.26 * n)
     ax = fig.subplots()
-    styles = {"lower": ("C3", ">", "ε lower bound (audit)"),
-              "accountant": ("C0", "o", "ε accountant (ledger)"),
-              "claimed": ("k", "|", "ε claimed")}
-    size = {"claimed": (14, 2.2), "accountant": (7, 1.5), "lower": (6, 1.0)}
-    seen: set[str] = set()
-    inf_note = zero_note = False
-    for i, r in enumerate(rows):
-        y = n - 1 - i
-        for key in ("claimed", "accountant", "lower"):
-            v = getattr(r, key)
-            if v is None or math.isnan(v):
-                continue
-            color, marker, label = styles[key]
-            kw: dict[str, Any] = {"color": color, "ms": size[key][0], "mew": size[key][1],
-                                  "zorder": 3}
-            if key == "accountant":  # hollow, so a claim at the same epsilon shows through
-                kw["mfc"] = "none"
-            if math.isinf(v):
-                x, inf_note = hi, True
-                ax.annotate("∞", (x, y), xytext=(5, -3), textcoords="offset points",
-                            fontsize=_FONT, color=color)
-                marker = ">" if key != "claimed" else marker
-            elif v <= 0:
-                x, zero_note = lo, True
-                kw["mfc"] = "none"
-            else:
-                x = v
-            ax.plot([x], [y], marker, label=label if key not in seen else None, **kw)
-            seen.add(key)
-    # Separators and names of the algorithms the rows belong to.
-    start = 0
-    for i in range(1, n + 1):
-        if i == n or rows[i].algorithm != rows[start].algorithm:
-            if i < n:
-                ax.axhline(n - i - 0.5, color="0.6", lw=0.6)
-            ax.annotate(rows[start].algorithm, (1.0, n - start - 0.5), xytext=(4, -9),
-                        xycoords=("axes fraction", "data"), textcoords="offset points",
-                        fontsize=_FONT - 0.5, color="0.35", ha="left")
-            start = i
+    inf_note, zero_note = _epsilon_markers(ax, rows, lo, hi)
+    _algorithm_bands(ax, rows)
     ax.set_xscale("log")
     ax.set_xlim(lo / 1.6, hi * 1.6)
     ax.set_ylim(-0.7, n - 0.3)
@@ -432,6 +447,107 @@ def _test_record(ev: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
+@dataclass
+class _Roc:
+    """What an ROC figure draws: the ceilings' epsilons, the test's point, a curve."""
+
+    delta: float
+    claimed: float
+    accountant: float | None
+    lower: float | None
+    test_eps: float | None
+    mu: float | None
+    roc: Any
+    # (fpr, tpr, confidence corner or None, negatives) of the held-out test
+    point: tuple[float, float, tuple[float, float] | None, int] | None
+
+    def ceiling(self, xs: np.ndarray, eps: float) -> np.ndarray:
+        # Beyond epsilon ~ 50 every ceiling is the unit square to plotting precision (and
+        # e^eps overflows at 710).
+        return tpr_ceiling(xs, min(eps, 50.0), self.delta)
+
+
+def _test_point(test: Mapping[str, Any] | None) -> Any:
+    if test is None:
+        return None
+    n_pos, n_neg = max(int(test["n_pos"]), 1), max(int(test["n_neg"]), 1)
+    fpr, tpr = int(test["fp"]) / n_neg, int(test["tp"]) / n_pos
+    fpr_u, fnr_u = num(test.get("fpr_upper")), num(test.get("fnr_upper"))
+    corner = (fpr_u, 1.0 - fnr_u) if fpr_u is not None and fnr_u is not None else None
+    return fpr, tpr, corner, n_neg
+
+
+def _roc_of(check: Mapping[str, Any]) -> _Roc | None:
+    """The ROC figure's content from an audit's or a membership attack's record."""
+    r, ev = result_of(check), check.get("evidence") or {}
+    eps_c, delta = num(r.epsilon_claimed), num(r.delta)
+    if eps_c is None or delta is None:
+        return None
+    test, roc = _test_record(ev), ev.get("roc")
+    mu = num(getattr(r, "mu_lower", None))  # a GDP bound: audits only
+    if test is None and not isinstance(roc, Mapping) and not mu:
+        return None
+    return _Roc(delta, eps_c, num(r.epsilon_accountant), num(r.epsilon_lower),
+                num(test.get("epsilon")) if test is not None else None, mu, roc,
+                _test_point(test))
+
+
+def _roc_ceilings(ax: Any, xs: np.ndarray, g: _Roc) -> None:
+    eps_c, eps_a, eps_l, eps_t = g.claimed, g.accountant, g.lower, g.test_eps
+    ax.plot(xs, g.ceiling(xs, eps_c), "k-", lw=1.4,
+            label=f"ceiling of the claim, ε = {fmt(eps_c, 3)}")
+    if eps_a is not None and math.isfinite(eps_a) and abs(eps_a - eps_c) > 1e-3 * eps_c:
+        ax.plot(xs, g.ceiling(xs, eps_a), "--", color="C0", lw=1.1,
+                label=f"ceiling of the accountant, ε = {fmt(eps_a, 3)}")
+    if eps_l is not None and eps_l > 0:
+        ys = g.ceiling(xs, eps_l) if math.isfinite(eps_l) else np.ones_like(xs)
+        ax.plot(xs, ys, ":", color="C3", lw=1.4,
+                label=f"ceiling of the proven bound, ε = {fmt(eps_l, 3)}")
+    if eps_t is not None and eps_t > 0 and eps_t != eps_l and math.isfinite(eps_t):
+        ax.plot(xs, g.ceiling(xs, eps_t), "-.", color="0.45", lw=1.0,
+                label=f"ceiling of the test's own bound, ε = {fmt(eps_t, 3)}")
+
+
+def _roc_panel(ax: Any, xs: np.ndarray, g: _Roc) -> None:
+    from scipy import stats
+
+    ax.plot(xs, xs, color="0.7", lw=0.8, label="chance")
+    _roc_ceilings(ax, xs, g)
+    if g.mu:
+        # Dong, Roth, Su 2019, Def. 2.7: TPR = 1 - G_mu(FPR) = Phi(Phi^-1(FPR) + mu).
+        ax.plot(xs, stats.norm.cdf(stats.norm.ppf(xs) + g.mu), "-", color="C2", lw=1.0,
+                label=f"Gaussian ROC of μ_lower = {fmt(g.mu, 3)}")
+    if isinstance(g.roc, Mapping) and g.roc.get("fpr") is not None:
+        ax.plot(g.roc["fpr"], g.roc["tpr"], "-", color="C1", lw=1.2, label="audit's ROC")
+    if g.point is not None:
+        fpr, tpr, corner, _ = g.point
+        ax.plot([fpr], [tpr], "o", color="C3", ms=5, label="test, observed rates")
+        if corner is not None:
+            ax.plot([corner[0]], [corner[1]], "x", color="C3", ms=7, mew=1.6,
+                    label="test, confidence corner")
+            ax.plot([fpr, corner[0], corner[0]], [tpr, tpr, corner[1]], "-", color="C3",
+                    lw=0.6, alpha=0.6)
+    ax.set_xlabel("false-positive rate", fontsize=_FONT)
+    ax.set_ylabel("true-positive rate", fontsize=_FONT)
+    _style(ax)
+
+
+def _roc_caption(check: Mapping[str, Any], g: _Roc) -> str:
+    caption = ("The audit's test (a threshold on its distinguishing score) in ROC space. "
+               "No test of an (ε, δ)-DP mechanism can lie above the black ceiling of the "
+               "claim. The cross, the test's rates at the stated confidence, lies on the "
+               "ceiling of the ε that test proves")
+    if str(getattr(result_of(check), "bound", None)) == "gdp":
+        caption += (f"; the reported bound ε = {fmt(g.lower, 3)} comes instead from the "
+                    "Gaussian trade-off curve of μ_lower (green), which holds under the GDP "
+                    "assumption stated with the check.")
+    else:
+        caption += "."
+    if not isinstance(g.roc, Mapping):
+        caption += (" The audit records one operating point, not its ROC curve.")
+    return caption
+
+
 def roc_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
     """An audit's test in ROC space against the ceilings of the claimed, accounted and
     proven epsilons; linear axes and the low-FPR corner on log axes.
@@ -445,7 +561,7 @@ def roc_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
 
     Examples
     --------
-    >>> chk = {"id": "a", "metrics": {"epsilon_claimed": 1.0, "delta": 1e-5,
+    >>> chk = {"id": "a", "kind": "audit", "metrics": {"epsilon_claimed": 1.0, "delta": 1e-5,
     ...        "epsilon_lower": 0.3, "epsilon_accountant": 1.0}, "evidence": {"test": {
     ...        "tp": 700, "fp": 300, "n_pos": 1000, "n_neg": 1000, "fpr_upper": 0.33,
     ...        "fnr_upper": 0.33}}}
@@ -455,69 +571,15 @@ def roc_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
     """
     if unavailable():
         return None
-    from scipy import stats
-
-
-    m, ev = check.get("metrics") or {}, check.get("evidence") or {}
-    eps_c, delta = num(m.get("epsilon_claimed")), num(m.get("delta"))
-    if eps_c is None or delta is None:
+    g = _roc_of(check)
+    if g is None:
         return None
-    test, roc, mu = _test_record(ev), ev.get("roc"), num(m.get("mu_lower"))
-    if test is None and not isinstance(roc, Mapping) and not mu:
-        return None
-    eps_l, eps_a = num(m.get("epsilon_lower")), num(m.get("epsilon_accountant"))
-    eps_t = num(test.get("epsilon")) if test is not None else None
-    pts = None
-    if test is not None:
-        n_pos, n_neg = max(int(test["n_pos"]), 1), max(int(test["n_neg"]), 1)
-        fpr, tpr = int(test["fp"]) / n_neg, int(test["tp"]) / n_pos
-        fpr_u = num(test.get("fpr_upper"))
-        fnr_u = num(test.get("fnr_upper"))
-        corner = (fpr_u, 1.0 - fnr_u) if fpr_u is not None and fnr_u is not None else None
-        pts = (fpr, tpr, corner, n_neg)
-    floor = 1e-4
-    if pts is not None:
-        floor = min(floor, 0.3 / pts[3])
-    # Beyond epsilon ~ 50 every ceiling is the unit square to plotting precision (and
-    # e^eps overflows at 710).
-    def ceiling(xs: np.ndarray, eps: float) -> np.ndarray:
-        return tpr_ceiling(xs, min(eps, 50.0), delta)
-
+    floor = 1e-4 if g.point is None else min(1e-4, 0.3 / g.point[3])
     fig = _figure(8.8, 3.7)
     axes = fig.subplots(1, 2)
     fig.subplots_adjust(left=0.07, right=0.985, bottom=0.13, top=0.92, wspace=0.22)
-    for ax, xs in ((axes[0], np.linspace(0.0, 1.0, 401)),
-                   (axes[1], np.geomspace(floor, 1.0, 400))):
-        ax.plot(xs, xs, color="0.7", lw=0.8, label="chance")
-        ax.plot(xs, ceiling(xs, eps_c), "k-", lw=1.4,
-                label=f"ceiling of the claim, ε = {fmt(eps_c, 3)}")
-        if eps_a is not None and math.isfinite(eps_a) and abs(eps_a - eps_c) > 1e-3 * eps_c:
-            ax.plot(xs, ceiling(xs, eps_a), "--", color="C0", lw=1.1,
-                    label=f"ceiling of the accountant, ε = {fmt(eps_a, 3)}")
-        if eps_l is not None and eps_l > 0:
-            ys = ceiling(xs, eps_l) if math.isfinite(eps_l) else np.ones_like(xs)
-            ax.plot(xs, ys, ":", color="C3", lw=1.4,
-                    label=f"ceiling of the proven bound, ε = {fmt(eps_l, 3)}")
-        if eps_t is not None and eps_t > 0 and eps_t != eps_l and math.isfinite(eps_t):
-            ax.plot(xs, ceiling(xs, eps_t), "-.", color="0.45", lw=1.0,
-                    label=f"ceiling of the test's own bound, ε = {fmt(eps_t, 3)}")
-        if mu:
-            # Dong, Roth, Su 2019, Def. 2.7: TPR = 1 - G_mu(FPR) = Phi(Phi^-1(FPR) + mu).
-            ax.plot(xs, stats.norm.cdf(stats.norm.ppf(xs) + mu), "-", color="C2", lw=1.0,
-                    label=f"Gaussian ROC of μ_lower = {fmt(mu, 3)}")
-        if isinstance(roc, Mapping) and roc.get("fpr") is not None:
-            ax.plot(roc["fpr"], roc["tpr"], "-", color="C1", lw=1.2, label="audit's ROC")
-        if pts is not None:
-            fpr, tpr, corner, _ = pts
-            ax.plot([fpr], [tpr], "o", color="C3", ms=5, label="test, observed rates")
-            if corner is not None:
-                ax.plot([corner[0]], [corner[1]], "x", color="C3", ms=7, mew=1.6,
-                        label="test, confidence corner")
-                ax.plot([fpr, corner[0], corner[0]], [tpr, tpr, corner[1]], "-", color="C3",
-                        lw=0.6, alpha=0.6)
-        ax.set_xlabel("false-positive rate", fontsize=_FONT)
-        ax.set_ylabel("true-positive rate", fontsize=_FONT)
-        _style(ax)
+    _roc_panel(axes[0], np.linspace(0.0, 1.0, 401), g)
+    _roc_panel(axes[1], np.geomspace(floor, 1.0, 400), g)
     axes[0].set_xlim(0, 1)
     axes[0].set_ylim(0, 1.01)
     axes[0].set_title("ROC", fontsize=_FONT + 0.5)
@@ -528,22 +590,74 @@ def roc_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
     axes[1].set_title("low false-positive corner (log axes)", fontsize=_FONT + 0.5)
     axes[0].legend(fontsize=_FONT - 1.5, loc="lower right")
     pid = plot_id("roc", str(check.get("id")))
-    caption = ("The audit's test (a threshold on its distinguishing score) in ROC space. "
-               "No test of an (ε, δ)-DP mechanism can lie above the black ceiling of the "
-               "claim. The cross, the test's rates at the stated confidence, lies on the "
-               "ceiling of the ε that test proves")
-    if str(m.get("bound")) == "gdp":
-        caption += (f"; the reported bound ε = {fmt(eps_l, 3)} comes instead from the "
-                    "Gaussian trade-off curve of μ_lower (green), which holds under the GDP "
-                    "assumption stated with the check.")
-    else:
-        caption += "."
-    if not isinstance(roc, Mapping):
-        caption += (" The audit records one operating point, not its ROC curve.")
-    return Plot(pid, f"ROC of {check.get('id')}", caption, fmt_, _encode(fig, fmt_, pid))
+    return Plot(pid, f"ROC of {check.get('id')}", _roc_caption(check, g), fmt_,
+                _encode(fig, fmt_, pid))
 
 
 # White-box privacy loss ------------------------------------------------------------------
+
+
+def _profile_panel(ax: Any, prof: Mapping[str, Any], r: Any) -> None:
+    """The estimated privacy profile against the claim, the GDP curve and the epsilons."""
+    eps_c, delta = num(r.epsilon_claimed), num(r.delta)
+    e = np.asarray(prof.get("epsilon", []), dtype=float)
+    d = np.asarray([num(x) if num(x) is not None else np.nan
+                    for x in prof.get("delta_estimate", [])], dtype=float)
+    pos = d > 0
+    ax.semilogy(e[pos], d[pos], "-", color="C1", lw=1.4, label="δ(ε), estimated")
+    mu = num(r.mu_lower)
+    if mu and e.size:
+        dg = np.array([delta_from_gdp(mu, float(x)) for x in e])
+        ax.semilogy(e[dg > 0], dg[dg > 0], "--", color="C2", lw=1.0,
+                    label=f"δ(ε) of μ_lower = {fmt(mu, 3)}")
+    if eps_c is not None and delta is not None:
+        ax.plot([eps_c], [delta], "k*", ms=10, label=f"claim ({fmt(eps_c)}, {fmt(delta)})")
+    top = float(e.max()) if e.size else max(2.0 * (eps_c or 1.0), 1.0)
+    off = []
+    for v, style, name in ((num(r.epsilon_lower), ("C3", ":"), "ε lower bound"),
+                           (num(r.epsilon_accountant), ("C0", "--"), "ε accountant")):
+        if v is not None and v > top:  # off the profile's grid: named, not drawn
+            off.append(f"{name} {fmt(v, 3)} →")
+        elif v is not None and math.isfinite(v) and v > 0:
+            ax.axvline(v, color=style[0], ls=style[1], lw=1.0, label=f"{name} {fmt(v, 3)}")
+    ax.set_xlim(0.0, top)
+    if off:
+        ax.annotate("\n".join(off), (0.98, 0.97), xycoords="axes fraction", ha="right",
+                    va="top", fontsize=_FONT - 1.5, color="0.3")
+    ax.set_xlabel("ε", fontsize=_FONT)
+    ax.set_ylabel("δ", fontsize=_FONT)
+    ax.set_title("privacy profile", fontsize=_FONT + 0.5)
+    ax.legend(fontsize=_FONT - 1.5)
+
+
+def _loss_panel(ax: Any, ev: Mapping[str, Any]) -> None:
+    """The privacy-loss distribution: a histogram, else its recorded quantiles."""
+    hist = ev.get("loss_histogram")
+    qD, qDp = ev.get("loss_quantiles_D"), ev.get("loss_quantiles_D_prime")
+    if isinstance(hist, Mapping) and hist.get("edges"):
+        edges = np.asarray(hist["edges"], dtype=float)
+        for key, color, name in (("counts_D", "C0", "on D"), ("counts_D_prime", "C1", "on D'")):
+            if hist.get(key) is not None:
+                ax.stairs(np.asarray(hist[key], dtype=float), edges, color=color, label=name)
+        ax.set_ylabel("runs", fontsize=_FONT)
+        ax.set_title("privacy-loss histogram", fontsize=_FONT + 0.5)
+        ax.legend(fontsize=_FONT - 1)
+    elif qD:
+        for y, q, color in ((1, qD, "C0"), (0, qDp, "C1")):
+            if not q or len(q) != 5:
+                continue
+            q = [num(x) for x in q]
+            ax.plot([q[0], q[4]], [y, y], "-", color=color, lw=1)
+            ax.plot([q[1], q[3]], [y, y], "-", color=color, lw=5, alpha=0.6)
+            ax.plot([q[2]], [y], "|", color="k", ms=12, mew=2)
+        ax.set_yticks([0, 1])
+        ax.set_yticklabels(["on D'", "on D"], fontsize=_FONT)
+        ax.set_ylim(-0.7, 1.7)
+        ax.set_title("privacy loss: 0.1–99.9% (thin), 1–99% (thick), median",
+                     fontsize=_FONT + 0.5)
+    else:
+        ax.set_axis_off()
+    ax.set_xlabel("privacy loss log(p_D / p_D')", fontsize=_FONT)
 
 
 def loss_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
@@ -558,7 +672,7 @@ def loss_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
 
     Examples
     --------
-    >>> chk = {"id": "w", "metrics": {"epsilon_claimed": 1.0, "delta": 1e-5},
+    >>> chk = {"id": "w", "kind": "audit", "metrics": {"epsilon_claimed": 1.0, "delta": 1e-5},
     ...        "evidence": {"privacy_profile": {"epsilon": [0, 0.5, 1.0],
     ...                     "delta_estimate": [0.1, 0.01, 0.0]}}}
     >>> p = loss_plot(chk)
@@ -567,73 +681,19 @@ def loss_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
     """
     if unavailable():
         return None
-
-    m, ev = check.get("metrics") or {}, check.get("evidence") or {}
-    prof = ev.get("privacy_profile")
-    hist = ev.get("loss_histogram")
-    qD, qDp = ev.get("loss_quantiles_D"), ev.get("loss_quantiles_D_prime")
-    if not isinstance(prof, Mapping) and not isinstance(hist, Mapping) and not qD:
+    ev = check.get("evidence") or {}
+    prof, hist = ev.get("privacy_profile"), ev.get("loss_histogram")
+    if not isinstance(prof, Mapping) and not isinstance(hist, Mapping) \
+            and not ev.get("loss_quantiles_D"):
         return None
-    eps_c, delta = num(m.get("epsilon_claimed")), num(m.get("delta"))
     fig = _figure(8.8, 3.4)
     ax1, ax2 = fig.subplots(1, 2)
     fig.subplots_adjust(left=0.075, right=0.985, bottom=0.14, top=0.91, wspace=0.25)
     if isinstance(prof, Mapping):
-        e = np.asarray(prof.get("epsilon", []), dtype=float)
-        d = np.asarray([num(x) if num(x) is not None else np.nan
-                        for x in prof.get("delta_estimate", [])], dtype=float)
-        pos = d > 0
-        ax1.semilogy(e[pos], d[pos], "-", color="C1", lw=1.4, label="δ(ε), estimated")
-        mu = num(m.get("mu_lower"))
-        if mu and e.size:
-            dg = np.array([delta_from_gdp(mu, float(x)) for x in e])
-            ax1.semilogy(e[dg > 0], dg[dg > 0], "--", color="C2", lw=1.0,
-                         label=f"δ(ε) of μ_lower = {fmt(mu, 3)}")
-        if eps_c is not None and delta is not None:
-            ax1.plot([eps_c], [delta], "k*", ms=10, label=f"claim ({fmt(eps_c)}, {fmt(delta)})")
-        top = float(e.max()) if e.size else max(2.0 * (eps_c or 1.0), 1.0)
-        off = []
-        for key, style, name in (("epsilon_lower", ("C3", ":"), "ε lower bound"),
-                                 ("epsilon_accountant", ("C0", "--"), "ε accountant")):
-            v = num(m.get(key))
-            if v is not None and v > top:  # off the profile's grid: named, not drawn
-                off.append(f"{name} {fmt(v, 3)} →")
-            elif v is not None and math.isfinite(v) and v > 0:
-                ax1.axvline(v, color=style[0], ls=style[1], lw=1.0, label=f"{name} {fmt(v, 3)}")
-        ax1.set_xlim(0.0, top)
-        if off:
-            ax1.annotate("\n".join(off), (0.98, 0.97), xycoords="axes fraction", ha="right",
-                         va="top", fontsize=_FONT - 1.5, color="0.3")
-        ax1.set_xlabel("ε", fontsize=_FONT)
-        ax1.set_ylabel("δ", fontsize=_FONT)
-        ax1.set_title("privacy profile", fontsize=_FONT + 0.5)
-        ax1.legend(fontsize=_FONT - 1.5)
+        _profile_panel(ax1, prof, result_of(check))
     else:
         ax1.set_axis_off()
-    if isinstance(hist, Mapping) and hist.get("edges"):
-        edges = np.asarray(hist["edges"], dtype=float)
-        for key, color, name in (("counts_D", "C0", "on D"), ("counts_D_prime", "C1", "on D'")):
-            if hist.get(key) is not None:
-                ax2.stairs(np.asarray(hist[key], dtype=float), edges, color=color, label=name)
-        ax2.set_ylabel("runs", fontsize=_FONT)
-        ax2.set_title("privacy-loss histogram", fontsize=_FONT + 0.5)
-        ax2.legend(fontsize=_FONT - 1)
-    elif qD:
-        for y, q, color in ((1, qD, "C0"), (0, qDp, "C1")):
-            if not q or len(q) != 5:
-                continue
-            q = [num(x) for x in q]
-            ax2.plot([q[0], q[4]], [y, y], "-", color=color, lw=1)
-            ax2.plot([q[1], q[3]], [y, y], "-", color=color, lw=5, alpha=0.6)
-            ax2.plot([q[2]], [y], "|", color="k", ms=12, mew=2)
-        ax2.set_yticks([0, 1])
-        ax2.set_yticklabels(["on D'", "on D"], fontsize=_FONT)
-        ax2.set_ylim(-0.7, 1.7)
-        ax2.set_title("privacy loss: 0.1–99.9% (thin), 1–99% (thick), median",
-                      fontsize=_FONT + 0.5)
-    else:
-        ax2.set_axis_off()
-    ax2.set_xlabel("privacy loss log(p_D / p_D')", fontsize=_FONT)
+    _loss_panel(ax2, ev)
     _style(ax1)
     _style(ax2)
     pid = plot_id("loss", str(check.get("id")))
@@ -648,11 +708,12 @@ def loss_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
 # Rates -------------------------------------------------------------------------------------
 
 
-def _fit_of(m: Mapping[str, Any], parameter: str) -> Mapping[str, Any]:
-    for f in m.get("fits") or []:
+def _fit_of(r: Any, parameter: str) -> Mapping[str, Any]:
+    """The fit of ``parameter`` in a rate result (its top level when there is one fit)."""
+    for f in r.fits or []:
         if f.get("parameter") == parameter:
             return f
-    return m
+    return r.to_metrics()
 
 
 def _floats(values: Any, size: int) -> np.ndarray | None:
@@ -661,6 +722,145 @@ def _floats(values: Any, size: int) -> np.ndarray | None:
         return None
     out = [num(v) for v in values]
     return np.asarray([np.nan if v is None else v for v in out], dtype=float)
+
+
+@dataclass
+class _RatePoints:
+    """One swept parameter's grid as drawn: values divided by the log factor where it
+    varies along the grid (as the fit divides it out)."""
+
+    x: np.ndarray
+    means: np.ndarray
+    medians: np.ndarray | None
+    in_regime: np.ndarray
+    curve: np.ndarray | None  # the fitted curve per grid point
+    band: tuple[np.ndarray, np.ndarray] | None
+    divided: bool
+    log_factor_recorded: bool
+
+    @classmethod
+    def of(cls, p: Mapping[str, Any]) -> _RatePoints:
+        x = np.asarray(p.get("x") or p.get("values"), dtype=float)
+        means = _floats(p["means"], x.size)
+        curve, lo_b, hi_b = (_floats(p.get(key), x.size)
+                             for key in ("fit", "band_low", "band_high"))
+        L = _floats(p.get("log_factor"), x.size)
+        # Divide the log factor out, as the fit does, only where it varies along the grid:
+        # a constant one would only rescale the axis away from the quantity's units.
+        divide = L is not None and bool(np.all(np.isfinite(L) & (L > 0))) and bool(
+            np.ptp(np.log(L)) > 1e-9)
+        scale = L if divide else np.ones(x.size)
+        med = _floats(p.get("medians"), x.size)
+        return cls(x, means / scale if means is not None else np.full(x.size, np.nan),
+                   med / scale if med is not None else None,
+                   np.asarray(p.get("in_regime") or [True] * x.size, dtype=bool),
+                   curve / scale if curve is not None else None,
+                   (lo_b / scale, hi_b / scale) if lo_b is not None and hi_b is not None
+                   else None, divide, L is not None)
+
+    @property
+    def ok(self) -> np.ndarray:
+        return (self.x > 0) & (self.means > 0) & np.isfinite(self.means)
+
+
+def _rate_markers(ax: Any, d: _RatePoints) -> None:
+    x, means, ok, inr = d.x, d.means, d.ok, d.in_regime
+    ax.loglog(x[ok & inr], means[ok & inr], "o", color="C0", ms=5, label="mean over seeds")
+    if (ok & ~inr).any():
+        ax.loglog(x[ok & ~inr], means[ok & ~inr], "o", mfc="none", color="C0", ms=5,
+                  label="mean, outside the regime")
+    if d.medians is not None:
+        okm = (d.medians > 0) & np.isfinite(d.medians)
+        ax.loglog(x[okm], d.medians[okm], "s", mfc="none", color="0.45", ms=4, label="median")
+
+
+def _rate_curve(ax: Any, d: _RatePoints, slope: str, pct: str) -> bool | None:
+    """The recorded fitted curve in its band; whether a band was drawn (None: no curve)."""
+    drawn = d.in_regime & (d.x > 0)
+    if d.curve is None:
+        return None
+    drawn &= np.isfinite(d.curve) & (d.curve > 0)
+    if drawn.sum() < 2:
+        return None
+    banded = False
+    if d.band is not None:
+        lb, hb = d.band
+        band = drawn & np.isfinite(lb) & np.isfinite(hb) & (lb > 0)
+        if band.sum() >= 2:
+            ax.fill_between(d.x[band], lb[band], hb[band], color="C1", alpha=0.25, lw=0,
+                            label=f"{pct}bootstrap band")
+            banded = True
+    ax.loglog(d.x[drawn], d.curve[drawn], "-", color="C1", label=f"fit{slope}")
+    return banded
+
+
+def _rate_lines(ax: Any, d: _RatePoints, f: Mapping[str, Any], level: float | None) -> bool:
+    """The fit (its curve and band, else its slope and the slopes its interval allows) and
+    the theorem's slope, through the centroid of the in-regime means; whether a band of
+    the curve was drawn."""
+    sel = d.ok & d.in_regime
+    if sel.sum() < 2:
+        return False
+    p_hat, lo, hi, th = (num(f.get(key)) for key in ("exponent", "ci_low", "ci_high",
+                                                     "theory"))
+    lx, ly = float(np.mean(np.log(d.x[sel]))), float(np.mean(np.log(d.means[sel])))
+    grid = np.geomspace(d.x[sel].min(), d.x[sel].max(), 60)
+    lg = np.log(grid) - lx
+    slope = f", slope {fmt(p_hat, 3)}" if p_hat is not None else ""
+    banded = _rate_curve(ax, d, slope, f"{100 * level:.3g}% " if level is not None else "")
+    if banded is None:
+        banded = False
+        if lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi):
+            a, b = np.exp(ly + lo * lg), np.exp(ly + hi * lg)
+            ax.fill_between(grid, np.minimum(a, b), np.maximum(a, b), color="C1",
+                            alpha=0.25, lw=0, label=f"slopes in [{fmt(lo, 3)}, {fmt(hi, 3)}]")
+        if p_hat is not None and math.isfinite(p_hat):
+            ax.loglog(grid, np.exp(ly + p_hat * lg), "-", color="C1", label=f"fit{slope}")
+    if th is not None and math.isfinite(th):
+        ax.loglog(grid, np.exp(ly + th * lg), "--", color="C2",
+                  label=f"theorem, slope {fmt(th, 3)}")
+    return banded
+
+
+def _rate_axes(ax: Any, d: _RatePoints, p: Mapping[str, Any], quantity: str,
+               log_factors: str) -> None:
+    par = str(p.get("parameter"))
+    if d.ok.any():  # the grid's own values as ticks: a rate plot spans a decade or two
+        from matplotlib.ticker import FixedFormatter, FixedLocator, NullFormatter
+
+        ax.xaxis.set_major_locator(FixedLocator(d.x[d.ok]))
+        ax.xaxis.set_major_formatter(FixedFormatter([f"{v:.4g}" for v in d.x[d.ok]]))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    gdp = p.get("x") is not None and p.get("values") is not None and list(
+        p["x"]) != list(p["values"])
+    xlabel = (f"1 / the theorem's full bound ({par} axis)" if p.get("axis") == "rate"
+              else f"GDP μ of the ledger ({par} axis)" if gdp else par)
+    ax.set_xlabel(xlabel, fontsize=_FONT)
+    ax.set_ylabel(f"{quantity} / ({log_factors})" if d.divided and log_factors
+                  else f"{quantity} / log factor" if d.divided else quantity, fontsize=_FONT)
+
+
+def _rate_note(d: _RatePoints, par: str, log_factors: str) -> str | None:
+    if d.divided:
+        return (f"the log factor {log_factors or 'L'} varies with {par} and is divided "
+                "out of every plotted value, as out of the fit")
+    if not d.log_factor_recorded and re.search(rf"\b{re.escape(par)}\b", log_factors):
+        return (f"the log factor {log_factors} varies with {par} and is not divided "
+                "out of the plotted means")
+    return None
+
+
+def _rate_caption(notes: list[str], banded: bool) -> str:
+    if banded:
+        caption = ("Utility against the swept parameter on log-log axes: the fitted curve "
+                   "(solid) inside its pointwise bootstrap band (shaded; seeds resampled "
+                   "jointly across the grid, the model refitted on each resample), and the "
+                   "theorem's slope (dashed) through the centroid of the in-regime means.")
+    else:
+        caption = ("Utility against the swept parameter on log-log axes: the fitted slope "
+                   "(solid), the slopes its interval allows (band) and the theorem's slope "
+                   "(dashed), all through the centroid of the in-regime means.")
+    return caption + (" Note: " + "; ".join(notes) + "." if notes else "")
 
 
 def rate_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
@@ -679,25 +879,26 @@ def rate_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
 
     Examples
     --------
-    >>> chk = {"id": "r", "metrics": {"parameter": "n", "exponent": -1.0, "ci_low": -1.1,
-    ...        "ci_high": -0.9, "theory": -1.0}, "evidence": {"points": [{"parameter": "n",
-    ...        "values": [100, 200, 400], "x": [100, 200, 400], "in_regime": [True] * 3,
-    ...        "medians": [0.01, 0.005, 0.0025], "means": [0.011, 0.0052, 0.0026],
-    ...        "fit": [0.011, 0.0053, 0.0026], "band_low": [0.009, 0.0048, 0.0023],
-    ...        "band_high": [0.013, 0.006, 0.003], "log_factor": [1.0, 1.0, 1.0]}]}}
+    >>> chk = {"id": "r", "kind": "rate", "metrics": {"parameter": "n", "exponent": -1.0,
+    ...        "ci_low": -1.1, "ci_high": -0.9, "theory": -1.0}, "evidence": {"points": [
+    ...        {"parameter": "n", "values": [100, 200, 400], "x": [100, 200, 400],
+    ...        "in_regime": [True] * 3, "medians": [0.01, 0.005, 0.0025],
+    ...        "means": [0.011, 0.0052, 0.0026], "fit": [0.011, 0.0053, 0.0026],
+    ...        "band_low": [0.009, 0.0048, 0.0023], "band_high": [0.013, 0.006, 0.003],
+    ...        "log_factor": [1.0, 1.0, 1.0]}]}}
     >>> p = rate_plot(chk)
     >>> p is None or (p.id, "bootstrap band" in p.data)
     ('plot-rate-r', True)
     """
     if unavailable():
         return None
-    m, ev = check.get("metrics") or {}, check.get("evidence") or {}
+    r, ev = result_of(check), check.get("evidence") or {}
     points = [p for p in ev.get("points") or [] if p.get("means")]
     if not points:
         return None
     theory = ev.get("theory") or {}
     log_factors = " ".join(theory.get("log_factors") or [])
-    quantity = str(m.get("quantity") or theory.get("quantity") or "utility")
+    quantity = str(r.quantity or theory.get("quantity") or "utility")
     k = len(points)
     fig = _figure(4.4 * k, 3.6)
     axes = np.atleast_1d(fig.subplots(1, k))
@@ -705,103 +906,23 @@ def rate_plot(check: Mapping[str, Any], fmt_: str = "svg") -> Plot | None:
                         wspace=0.3)
     notes, banded = [], False
     for ax, p in zip(axes, points, strict=True):
-        par = str(p.get("parameter"))
-        f = _fit_of(m, par)
-        x = np.asarray(p.get("x") or p.get("values"), dtype=float)
-        means = _floats(p["means"], x.size)
-        med = _floats(p.get("medians"), x.size)
-        inr = np.asarray(p.get("in_regime") or [True] * x.size, dtype=bool)
-        curve, lo_b, hi_b = (_floats(p.get(key), x.size)
-                             for key in ("fit", "band_low", "band_high"))
-        L = _floats(p.get("log_factor"), x.size)
-        # Divide the log factor out, as the fit does, only where it varies along the grid:
-        # a constant one would only rescale the axis away from the quantity's units.
-        divide = L is not None and bool(np.all(np.isfinite(L) & (L > 0))) and bool(
-            np.ptp(np.log(L)) > 1e-9)
-        scale = L if divide else np.ones(x.size)
-        means = means / scale if means is not None else np.full(x.size, np.nan)
-        ok = (x > 0) & (means > 0) & np.isfinite(means)
-        ax.loglog(x[ok & inr], means[ok & inr], "o", color="C0", ms=5, label="mean over seeds")
-        if (ok & ~inr).any():
-            ax.loglog(x[ok & ~inr], means[ok & ~inr], "o", mfc="none", color="C0", ms=5,
-                      label="mean, outside the regime")
-        if med is not None:
-            med = med / scale
-            okm = (med > 0) & np.isfinite(med)
-            ax.loglog(x[okm], med[okm], "s", mfc="none", color="0.45", ms=4, label="median")
-        sel = ok & inr
-        p_hat, lo, hi, th = (num(f.get(key)) for key in ("exponent", "ci_low", "ci_high",
-                                                         "theory"))
-        level = num(f.get("confidence")) or num(m.get("confidence"))
-        pct = f"{100 * level:.3g}% " if level is not None else ""
-        if sel.sum() >= 2:
-            lx, ly = float(np.mean(np.log(x[sel]))), float(np.mean(np.log(means[sel])))
-            grid = np.geomspace(x[sel].min(), x[sel].max(), 60)
-            lg = np.log(grid) - lx
-            slope = f", slope {fmt(p_hat, 3)}" if p_hat is not None else ""
-            drawn = inr & (x > 0)
-            if curve is not None:
-                c = curve / scale
-                drawn &= np.isfinite(c) & (c > 0)
-            if curve is not None and drawn.sum() >= 2:
-                if lo_b is not None and hi_b is not None:
-                    lb, hb = lo_b / scale, hi_b / scale
-                    band = drawn & np.isfinite(lb) & np.isfinite(hb) & (lb > 0)
-                    if band.sum() >= 2:
-                        ax.fill_between(x[band], lb[band], hb[band], color="C1", alpha=0.25,
-                                        lw=0, label=f"{pct}bootstrap band")
-                        banded = True
-                ax.loglog(x[drawn], c[drawn], "-", color="C1", label=f"fit{slope}")
-            else:
-                if lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi):
-                    a, b = np.exp(ly + lo * lg), np.exp(ly + hi * lg)
-                    ax.fill_between(grid, np.minimum(a, b), np.maximum(a, b), color="C1",
-                                    alpha=0.25, lw=0,
-                                    label=f"slopes in [{fmt(lo, 3)}, {fmt(hi, 3)}]")
-                if p_hat is not None and math.isfinite(p_hat):
-                    ax.loglog(grid, np.exp(ly + p_hat * lg), "-", color="C1", label=f"fit{slope}")
-            if th is not None and math.isfinite(th):
-                ax.loglog(grid, np.exp(ly + th * lg), "--", color="C2",
-                          label=f"theorem, slope {fmt(th, 3)}")
-        if divide:
-            notes.append(f"the log factor {log_factors or 'L'} varies with {par} and is divided "
-                         "out of every plotted value, as out of the fit")
-        elif L is None and re.search(rf"\b{re.escape(par)}\b", log_factors):
-            notes.append(f"the log factor {log_factors} varies with {par} and is not divided "
-                         "out of the plotted means")
-        gdp = p.get("x") is not None and p.get("values") is not None and list(
-            p["x"]) != list(p["values"])
-        if ok.any():  # the grid's own values as ticks: a rate plot spans a decade or two
-            from matplotlib.ticker import FixedFormatter, FixedLocator, NullFormatter
-
-            ax.xaxis.set_major_locator(FixedLocator(x[ok]))
-            ax.xaxis.set_major_formatter(FixedFormatter([f"{v:.4g}" for v in x[ok]]))
-            ax.xaxis.set_minor_formatter(NullFormatter())
-        xlabel = (f"1 / the theorem's full bound ({par} axis)" if p.get("axis") == "rate"
-                  else f"GDP μ of the ledger ({par} axis)" if gdp else par)
-        ax.set_xlabel(xlabel, fontsize=_FONT)
-        ax.set_ylabel(f"{quantity} / ({log_factors})" if divide and log_factors
-                      else f"{quantity} / log factor" if divide else quantity, fontsize=_FONT)
+        par, d = str(p.get("parameter")), _RatePoints.of(p)
+        f = _fit_of(r, par)
+        _rate_markers(ax, d)
+        banded |= _rate_lines(ax, d, f, num(f.get("confidence")) or num(r.confidence))
+        note = _rate_note(d, par, log_factors)
+        notes += [note] if note else []
+        _rate_axes(ax, d, p, quantity, log_factors)
         ax.set_title(f"{par}: {f.get('verdict') or check.get('verdict', '')}",
                      fontsize=_FONT + 0.5)
         _style(ax)
         ax.legend(fontsize=_FONT - 1.5)
-    if str(m.get("model")) == "offset":
+    if str(r.model) == "offset":
         notes.append("the fit has a floor (offset model)" + (
             "; its curve bends toward the floor" if banded else
             "; the straight lines show its slope only"))
     pid = plot_id("rate", str(check.get("id")))
-    if banded:
-        caption = ("Utility against the swept parameter on log-log axes: the fitted curve "
-                   "(solid) inside its pointwise bootstrap band (shaded; seeds resampled "
-                   "jointly across the grid, the model refitted on each resample), and the "
-                   "theorem's slope (dashed) through the centroid of the in-regime means.")
-    else:
-        caption = ("Utility against the swept parameter on log-log axes: the fitted slope "
-                   "(solid), the slopes its interval allows (band) and the theorem's slope "
-                   "(dashed), all through the centroid of the in-regime means.")
-    caption += " Note: " + "; ".join(notes) + "." if notes else ""
-    return Plot(pid, f"Rate of {check.get('id')}", caption, fmt_,
+    return Plot(pid, f"Rate of {check.get('id')}", _rate_caption(notes, banded), fmt_,
                 _encode(fig, fmt_, pid, tight=True, drop_minor=False))
 
 

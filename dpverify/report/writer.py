@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dpverify.checks.base import CheckResult, jsonable
+from dpverify.checks.base import CheckResult, jsonable, result_of
 from dpverify.core.errors import InputError
 from dpverify.core.prose import num as _num
 from dpverify.report import html as report_html
@@ -22,7 +22,10 @@ from dpverify.report.paper import build_document, target_info
 from dpverify.report.registers import collect_registers
 from dpverify.stats.audit_bounds import clopper_pearson, epsilon_from_rates
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "2.0"
+#: The major versions :func:`load_report` reads: 1.x (whose ``metrics`` read into the same
+#: typed results, a field it wrote as ``null`` being one left out) and this one.
+READ_MAJORS = ("1", "2")
 _PACKAGES = ("dpverify", "numpy", "scipy", "dp-accounting", "statsmodels", "hypothesis",
              "torch", "dask", "diffprivlib", "opacus")
 # Metrics shown in the summary, in order, when a check has them.
@@ -58,7 +61,10 @@ def _algorithms(results: Any, scale: str) -> tuple[dict[str, Any], dict[str, Any
 def report_dict(run: Any, regressions: list[str] | None = None) -> dict[str, Any]:
     """The JSON report of a suite run (see DESIGN.md, public contract).
 
-    Schema 1.1 adds, to 1.0, ``algorithms`` (what the registry knows of each target:
+    Schema 2.0 writes each check's ``metrics`` as its kind's typed result
+    (:class:`~dpverify.checks.base.Result`; the fields that are not ``null``, under the
+    names 1.x used), documented field by field in ``docs/report-schema.md``. Schema 1.1
+    added, to 1.0, ``algorithms`` (what the registry knows of each target:
     group, source, claims, utility theorem, findings; ``null`` for a ``module:function``)
     and, per check, ``source`` (suite file and line), ``claim`` (the privacy claim at
     the check's parameters) and ``description`` (the suite entry's, carried by its
@@ -69,7 +75,7 @@ def report_dict(run: Any, regressions: list[str] | None = None) -> dict[str, Any
     --------
     >>> from dpverify.cli.suites import SuiteRun
     >>> report_dict(SuiteRun([]))["schema_version"]
-    '1.1'
+    '2.0'
     """
     from dpverify.report.merge import summarize
 
@@ -118,8 +124,8 @@ def _fmt(v: Any) -> str:
 
 
 def _headline(r: CheckResult) -> str:
-    m = r.outcome.metrics
-    return ", ".join(f"{k}={_fmt(m[k])}" for k in _HEADLINE if m.get(k) is not None)
+    res = r.outcome.result
+    return ", ".join(f"{k}={_fmt(res.get(k))}" for k in _HEADLINE if res.get(k) is not None)
 
 
 def markdown_report(run: Any, regressions: list[str] | None = None) -> str:
@@ -194,9 +200,13 @@ def summary_table(run: Any) -> Any:
 
 
 def load_report(path: str | Path, what: str = "baseline") -> dict[str, Any]:
-    """Read a ``report.json``, checking its schema version (same major version).
+    """Read a ``report.json``: schema 2.x, or 1.x whose ``metrics`` read into the same typed
+    results (:data:`READ_MAJORS`); another version is refused, naming the file, its version
+    and the versions read.
 
-    ``what`` names the file in error messages ("baseline", "report").
+    ``what`` names the file in error messages ("baseline", "report"). Each record's
+    ``metrics`` must be a table; the report reads it into its kind's result
+    (:func:`~dpverify.checks.base.result_of`).
 
     Examples
     --------
@@ -205,6 +215,15 @@ def load_report(path: str | Path, what: str = "baseline") -> dict[str, Any]:
     ... except InputError as e:
     ...     print(e)
     no report '/nonexistent/report.json'
+    >>> import json, tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "r.json"
+    >>> _ = f.write_text(json.dumps({"schema_version": "3.0", "checks": []}))
+    >>> try:
+    ...     load_report(f, what="report")
+    ... except InputError as e:
+    ...     print(str(e).replace(str(f), "F"))  # doctest: +NORMALIZE_WHITESPACE
+    report 'F' has schema version '3.0'; this dpverify (schema 2.0) reads 1.x and 2.x:
+    a newer version needs a newer dpverify
     """
     p = Path(path)
     if not p.is_file():
@@ -215,11 +234,23 @@ def load_report(path: str | Path, what: str = "baseline") -> dict[str, Any]:
         raise InputError(f"{what} {str(p)!r} is not valid JSON: {e}") from None
     if not isinstance(rep, dict) or "checks" not in rep:
         raise InputError(f"{what} {str(p)!r} is not a dpverify report")
-    major = str(rep.get("schema_version", "0")).split(".")[0]
-    if major != SCHEMA_VERSION.split(".")[0]:
-        raise InputError(f"{what} {str(p)!r} has schema {rep.get('schema_version')!r}, "
-                         f"expected {SCHEMA_VERSION}")
+    version = str(rep.get("schema_version", "0"))
+    major = version.split(".")[0]
+    if major not in READ_MAJORS:
+        newer = major.isdigit() and int(major) > int(READ_MAJORS[-1])
+        raise InputError(
+            f"{what} {str(p)!r} has schema version {version!r}; this dpverify (schema "
+            f"{SCHEMA_VERSION}) reads {' and '.join(m + '.x' for m in READ_MAJORS)}"
+            + (": a newer version needs a newer dpverify" if newer else ""))
+    for i, c in enumerate(rep["checks"]):
+        if not isinstance(c, dict) or not isinstance(c.get("metrics", {}), dict):
+            raise InputError(f"{what} {str(p)!r}: check {i} ({_name(c)}) has no metrics "
+                             "table")
     return rep
+
+
+def _name(check: Any) -> str:
+    return repr(check.get("id")) if isinstance(check, dict) else "not a record"
 
 
 def epsilon_lower_interval(check: dict[str, Any]) -> tuple[str, float, float] | None:
@@ -244,11 +275,12 @@ def epsilon_lower_interval(check: dict[str, Any]) -> tuple[str, float, float] | 
     >>> name, round(lo, 3), round(hi, 3)
     ('epsilon_lower', 2.132, 2.264)
     """
-    m, ev = check.get("metrics") or {}, check.get("evidence") or {}
-    ci = m.get("epsilon_lower_ci")
+    # Any kind's record: the fields are read by name, a kind without them has none.
+    r, ev = result_of(check), check.get("evidence") or {}
+    ci = r.get("epsilon_lower_ci")
     if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(_num(x) is not None for x in ci):
         return "epsilon_lower", float(_num(ci[0])), float(_num(ci[1]))  # type: ignore[arg-type]
-    delta = _num(m.get("delta"))
+    delta = _num(r.get("delta"))
     for key in ("test", "roc_test", "cp_test"):
         t = ev.get(key)
         if not isinstance(t, dict) or t.get("method", "cp") != "cp" or delta is None:
@@ -258,14 +290,14 @@ def epsilon_lower_interval(check: dict[str, Any]) -> tuple[str, float, float] | 
 
         alpha = _num(t.get("alpha"))
         if alpha is None:
-            alpha = 1.0 - (_num(m.get("confidence")) or 0.95)
+            alpha = 1.0 - (_num(r.get("confidence")) or 0.95)
         fpr_lo = clopper_pearson(t["fp"], t["n_neg"], alpha / 2, "lower")
         fnr_lo = clopper_pearson(t["n_pos"] - t["tp"], t["n_pos"], alpha / 2, "lower")
         hi = float(epsilon_from_rates(fpr_lo, fnr_lo, delta))
         lo = _num(t.get("epsilon"))
         if lo is None:
             continue
-        el = _num(m.get("epsilon_lower"))
+        el = _num(r.get("epsilon_lower"))
         name = "epsilon_lower" if el is not None and el == lo else f"epsilon_lower ({key})"
         return name, lo, max(hi, lo)
     return None
@@ -335,11 +367,11 @@ def compare_baseline(run: Any, baseline: dict[str, Any]) -> list[str]:
             continue
         if b.get("verdict") != rec.get("verdict"):
             out.append(f"{cid}: verdict {b.get('verdict')} -> {rec.get('verdict')}")
-        m, bm = rec.get("metrics") or {}, b.get("metrics", {})
+        m, bm = result_of(rec), result_of(b)
         # Fits are matched by parameter: the deciding fit (the metrics' top level) can be
         # another parameter's from one run to the next.
-        base_fits = {g.get("parameter"): g for g in bm.get("fits") or [bm]}
-        for f in m.get("fits") or [m]:
+        base_fits = {g.get("parameter"): g for g in bm.get("fits") or [bm.to_metrics()]}
+        for f in m.get("fits") or [m.to_metrics()]:
             bf = base_fits.get(f.get("parameter"), {})
             exp, lo, hi = _num(f.get("exponent")), _num(bf.get("ci_low")), _num(bf.get("ci_high"))
             if exp is not None and lo is not None and hi is not None and not (lo <= exp <= hi):

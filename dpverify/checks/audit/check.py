@@ -34,9 +34,9 @@ from dpverify.checks.audit.onerun import OneRunOptions, audit_onerun
 from dpverify.checks.audit.result import MODES, AuditResult
 from dpverify.checks.audit.sequential import Schedule, audit_sequential
 from dpverify.checks.audit.whitebox import WhiteBoxOptions, audit_whitebox
-from dpverify.checks.base import CheckKind, Options, Outcome, register_kind
+from dpverify.checks.base import CheckKind, Options, Outcome, Result, doc, register_kind
 from dpverify.core.errors import InputError
-from dpverify.core.prose import Statement, check_options, fmt, metrics_of, order_sentence
+from dpverify.core.prose import Statement, check_options, fmt, order_sentence
 from dpverify.execution.experiment import Experiment
 from dpverify.execution.trials import executor_from_context
 
@@ -155,50 +155,111 @@ _FLAGS = {"epsilon", "delta", "confidence", "relation", "neighbours", "trials", 
 _COMMON_RUN = {"params", "seed", "scale", "backend", "execution"}
 
 
+@dataclass(frozen=True)
+class AuditMetrics(Result):
+    """The ``audit`` check's numbers: an ε lower bound from a distinguishing test, against
+    the accountant and the claim."""
+
+    epsilon_lower: float | None = doc("ε lower bound at `confidence` (the chosen `bound`)")
+    epsilon_accountant: float | None = doc("ε of the run's ledger at `delta`")
+    epsilon_claimed: float | None = doc("the variant's claimed ε at `delta`")
+    confidence: float | None = doc("confidence of the lower bound")
+    trials: int | None = doc("runs per dataset of the held-out test")
+    delta: float | None = doc("the δ of the bound")
+    tightness: float | None = doc("epsilon_lower / epsilon_accountant")
+    mode: str | None = doc("`blackbox`, `whitebox`, `sequential` or `onerun`")
+    bound: str | None = doc("the bound that decided (`cp`, `gdp`, `parametric`...)")
+    epsilon_detectable: float | None = doc("the smallest ε the test detects with "
+                                           "`detect_probability` (a PASS's power)")
+    detect_probability: float | None = doc("the detection probability of that ε")
+    epsilon_lower_ci: list[Any] | None = doc("[low, high] interval of epsilon_lower, "
+                                             "where the auditor states one")
+    epsilon_lower_cp: float | None = doc("the Clopper-Pearson bound")
+    epsilon_lower_gdp: float | None = doc("the GDP (μ) bound")
+    mu_lower: float | None = doc("GDP μ lower bound")
+    gdp_valid: bool | None = doc("whether the GDP bound's premise held (white-box)")
+    gdp_method: str | None = doc("how the GDP bound was formed (white-box)")
+    epsilon_lower_parametric: float | None = doc("the parametric bound (white-box)")
+    kappa_lower: float | None = doc("the parametric family's lower κ (white-box)")
+    parametric: str | None = doc("the parametric bound's statistic, or why none")
+    epsilon_estimate: float | None = doc("point estimate of ε from the privacy-loss "
+                                         "profile (white-box)")
+    kl_estimate: float | None = doc("mean privacy loss (white-box)")
+    mu_replay_min: float | None = doc("smallest replayed GDP μ (white-box)")
+    mu_replay_max: float | None = doc("largest replayed GDP μ (white-box)")
+    epsilon_true: float | None = doc("the mechanism's exact ε, where known")
+    runs_total: int | None = doc("runs of the target in all")
+    search_runs: dict[str, Any] | None = doc("runs spent searching, per pair")
+    split: list[Any] | None = doc("[fit, select, test] runs per dataset")
+    pairs: list[Any] | None = doc("the neighbouring pairs tried")
+    distinguishers: list[Any] | None = doc("the distinguishers tried")
+    pair: str | None = doc("the pair that decided")
+    distinguisher: str | None = doc("the distinguisher that decided")
+    statistic: str | None = doc("the test statistic that decided")
+    relation: str | None = doc("the neighbouring relation")
+    instance: list[Any] | None = doc("notes on the audited instance")
+    releases: int | None = doc("releases in a run (white-box)")
+    stop: str | None = doc("why a sequential audit stopped")
+    rounds: int | None = doc("rounds of a sequential audit")
+    e_value: float | None = doc("the betting e-value against the claim (sequential)")
+    detect: float | None = doc("the ε a sequential audit is sized to detect")
+    max_trials: int | None = doc("the sequential audit's trial budget")
+    looks: int | None = doc("interim looks of a group-sequential audit")
+    alpha_per_look: float | None = doc("the level spent at each look")
+    canaries: int | None = doc("canaries inserted (one-run)")
+    included: int | None = doc("canaries included in the run (one-run)")
+    guesses: int | None = doc("guesses made (one-run)")
+    correct: int | None = doc("correct guesses (one-run)")
+    scores: str | None = doc("how canaries were scored (one-run)")
+    dimension: int | None = doc("the model's dimension (one-run)")
+    canary_norm: float | None = doc("the canaries' norm (one-run)")
+
+
 @register_kind
 class AuditCheck(CheckKind):
     """Empirical epsilon lower bound against the claim: FAIL when the bound exceeds it."""
 
     name = "audit"
     Options = AuditOptions
+    Result = AuditMetrics
     column = "privacy"
     figures = ("roc", "loss")
 
     def run(self, exp: Experiment, options: AuditOptions) -> Outcome:
-        return audit_experiment(exp, options).to_outcome()
+        return audit_experiment(exp, options).to_outcome().typed(AuditMetrics)
 
     def statement(self, check: Mapping[str, Any], claim: str,
                   info: Mapping[str, Any] | None) -> Statement:
-        m, ev = metrics_of(check), check.get("evidence") or {}
+        r, ev = self.Result.of(check), check.get("evidence") or {}
         how = []
-        if m.get("distinguisher"):
-            how.append(f"distinguisher {m['distinguisher']}")
-        elif m.get("mode") == "whitebox":
+        if r.distinguisher:
+            how.append(f"distinguisher {r.distinguisher}")
+        elif r.mode == "whitebox":
             how.append("the exact privacy loss of every release, by replay")
-        if m.get("pair"):
-            how.append(f"neighbours {m['pair']}")
-        trials = (f"{fmt(m.get('trials'))} runs on each dataset" if m.get("mode") != "onerun"
-                  else f"one run with {fmt(m.get('canaries'))} canaries")
-        measured = (f"A {m.get('mode', '?')} audit ({', '.join(how + [trials])}) proves "
-                    f"ε ≥ {fmt(m.get('epsilon_lower'))} ({m.get('bound', '?')} bound) at "
-                    f"δ = {fmt(m.get('delta'))}; the accountant gives "
-                    f"{fmt(m.get('epsilon_accountant'))}. {order_sentence(m)}")
-        if m.get("epsilon_detectable") is not None:
-            measured += (f" A violation up to ε = {fmt(m.get('epsilon_detectable'))} would have "
-                         f"been caught with probability {fmt(m.get('detect_probability'))}.")
-        conf = f"The lower bound holds with confidence {fmt(m.get('confidence'))}"
-        if m.get("bound") == "betting":
+        if r.pair:
+            how.append(f"neighbours {r.pair}")
+        trials = (f"{fmt(r.trials)} runs on each dataset" if r.mode != "onerun"
+                  else f"one run with {fmt(r.canaries)} canaries")
+        measured = (f"A {r.mode or '?'} audit ({', '.join(how + [trials])}) proves "
+                    f"ε ≥ {fmt(r.epsilon_lower)} ({r.bound or '?'} bound) at "
+                    f"δ = {fmt(r.delta)}; the accountant gives "
+                    f"{fmt(r.epsilon_accountant)}. {order_sentence(r)}")
+        if r.epsilon_detectable is not None:
+            measured += (f" A violation up to ε = {fmt(r.epsilon_detectable)} would have "
+                         f"been caught with probability {fmt(r.detect_probability)}.")
+        conf = f"The lower bound holds with confidence {fmt(r.confidence)}"
+        if r.bound == "betting":
             conf += (", at whichever round the audit stopped (an e-process whose tests are "
                      "chosen on earlier rounds).")
         else:
             conf += (", with the test chosen on one split of the runs and bounded on another."
-                     if m.get("mode") != "onerun" else " (Steinke, Nasr, Jagielski 2023).")
+                     if r.mode != "onerun" else " (Steinke, Nasr, Jagielski 2023).")
         for a in ev.get("assumptions") or []:
             conf += f" Assumes: {a}."
-        short = (f"a {m.get('mode', '?')} audit proves ε ≥ {fmt(m.get('epsilon_lower'))} at "
-                 f"confidence {fmt(m.get('confidence'))} ({m.get('bound', '?')} bound) against the "
-                 f"claimed {fmt(m.get('epsilon_claimed'))}; the accountant gives "
-                 f"{fmt(m.get('epsilon_accountant'))}")
+        short = (f"a {r.mode or '?'} audit proves ε ≥ {fmt(r.epsilon_lower)} at "
+                 f"confidence {fmt(r.confidence)} ({r.bound or '?'} bound) against the "
+                 f"claimed {fmt(r.epsilon_claimed)}; the accountant gives "
+                 f"{fmt(r.epsilon_accountant)}")
         return Statement(f"The variant claims {claim}.", measured, conf, short)
 
     def command(self, check: Mapping[str, Any]) -> list[str] | None:

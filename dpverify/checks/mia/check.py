@@ -29,14 +29,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from dpverify.checks.base import CheckKind, Options, Outcome, register_kind
+from dpverify.checks.base import CheckKind, Options, Outcome, Result, doc, register_kind
 from dpverify.checks.mia.core import (
     DEFAULT_TRIALS,
     MembershipOptions,
     MiaResult,
     membership_inference,
 )
-from dpverify.core.prose import Statement, fmt, metrics_of, order_sentence
+from dpverify.core.prose import Statement, fmt, order_sentence
 from dpverify.execution.experiment import Experiment
 
 
@@ -64,30 +64,67 @@ class MiaOptions(Options):
     detect_probability: float | None = None
 
 
+@dataclass(frozen=True)
+class MiaMetrics(Result):
+    """The ``mia`` check's numbers: a membership-inference attack's ROC against the
+    ceilings the claim allows."""
+
+    auc: float | None = doc("the attack's AUC")
+    tpr_at_fpr_0_001: float | None = doc("TPR at FPR 0.001", key="tpr_at_fpr_0.001")
+    tpr_at_fpr_0_01: float | None = doc("TPR at FPR 0.01", key="tpr_at_fpr_0.01")
+    epsilon_lower: float | None = doc("ε lower bound from the attack's ROC at `confidence`")
+    epsilon_claimed: float | None = doc("the variant's claimed ε at `delta`")
+    epsilon_accountant: float | None = doc("ε of the run's ledger at `delta`")
+    confidence: float | None = doc("confidence of the bounds")
+    trials: int | None = doc("target runs")
+    delta: float | None = doc("the claim's δ")
+    auc_lower: float | None = doc("lower confidence limit of the AUC")
+    auc_ceiling: float | None = doc("the largest AUC the claim allows")
+    tpr_ceiling_at_fpr_0_001: float | None = doc("the claim's TPR ceiling at FPR 0.001",
+                                                 key="tpr_ceiling_at_fpr_0.001")
+    tpr_ceiling_at_fpr_0_01: float | None = doc("the claim's TPR ceiling at FPR 0.01",
+                                                key="tpr_ceiling_at_fpr_0.01")
+    advantage_ceiling: float | None = doc("the largest membership advantage the claim allows")
+    attack: str | None = doc("the attack that decided (`loss`, `lira`...)")
+    design: str | None = doc("`dp_game` (the DP game) or `heldout` (not the DP game)")
+    epsilon_detectable: float | None = doc("the smallest ε the ROC test detects with "
+                                           "`detect_probability`")
+    detect_probability: float | None = doc("the detection probability of that ε")
+    pool: int | None = doc("candidate records in the pool")
+    records: str | None = doc("where the candidate records come from")
+    nonmembers: str | None = doc("where the non-members come from")
+    relation: str | None = doc("the neighbouring relation")
+    split: list[Any] | None = doc("[shadow, select, test] runs")
+    attacks: dict[str, Any] | None = doc("per attack: its AUC and TPRs on the selection split")
+    target_calls: int | None = doc("calls of the target")
+    epsilon_lower_attack: str | None = doc("the attack whose ROC gave epsilon_lower")
+
+
 @register_kind
 class MiaCheck(CheckKind):
     """Membership inference against the claim: FAIL when the evidence exceeds its ceiling."""
 
     name = "mia"
     Options = MiaOptions
+    Result = MiaMetrics
     column = "privacy"
     figures = ("roc",)
 
     def run(self, exp: Experiment, options: MiaOptions) -> Outcome:
-        return mia_of(exp, options).to_outcome()
+        return mia_of(exp, options).to_outcome().typed(MiaMetrics)
 
     def statement(self, check: Mapping[str, Any], claim: str,
                   info: Mapping[str, Any] | None) -> Statement:
-        m = metrics_of(check)
-        measured = (f"A {m.get('attack', '?')} membership-inference attack ({m.get('design', '')}, "
-                    f"{fmt(m.get('trials'))} trials) reaches AUC {fmt(m.get('auc'), 3)} (the claim "
-                    f"allows at most {fmt(m.get('auc_ceiling'), 3)}) and proves ε ≥ "
-                    f"{fmt(m.get('epsilon_lower'))}. {order_sentence(m)}")
-        short = (f"AUC {fmt(m.get('auc'), 3)} against the claim's ceiling "
-                 f"{fmt(m.get('auc_ceiling'), 3)}; ε ≥ {fmt(m.get('epsilon_lower'))} at "
-                 f"confidence {fmt(m.get('confidence'))}")
+        r = self.Result.of(check)
+        measured = (f"A {r.attack or '?'} membership-inference attack ({r.design or ''}, "
+                    f"{fmt(r.trials)} trials) reaches AUC {fmt(r.auc, 3)} (the claim "
+                    f"allows at most {fmt(r.auc_ceiling, 3)}) and proves ε ≥ "
+                    f"{fmt(r.epsilon_lower)}. {order_sentence(r)}")
+        short = (f"AUC {fmt(r.auc, 3)} against the claim's ceiling "
+                 f"{fmt(r.auc_ceiling, 3)}; ε ≥ {fmt(r.epsilon_lower)} at "
+                 f"confidence {fmt(r.confidence)}")
         return Statement(f"The target claims {claim}.", measured,
-                         f"Bounds hold with confidence {fmt(m.get('confidence'))}.", short)
+                         f"Bounds hold with confidence {fmt(r.confidence)}.", short)
 
 
 def mia_of(exp: Experiment, options: MiaOptions) -> MiaResult:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from dpverify.checks.base import CheckKind, Options, Outcome, register_kind
+from dpverify.checks.base import CheckKind, Options, Outcome, Result, doc, register_kind
 from dpverify.checks.rates.grids import (
     PRIVACY_AXES,
     Sweep,
@@ -473,12 +473,42 @@ def _check_vary(options: RateOptions) -> Any:
     return list(vary) if isinstance(vary, tuple) else vary  # a name, names, or None
 
 
+@dataclass(frozen=True)
+class RateMetrics(Result):
+    """The ``rate`` check's numbers: the deciding fit of a measured rate against the
+    theorem's exponent."""
+
+    parameter: str | None = doc("the swept parameter of the deciding fit")
+    exponent: float | None = doc("the fitted exponent")
+    ci_low: float | None = doc("lower end of its bootstrap interval")
+    ci_high: float | None = doc("upper end of its bootstrap interval")
+    theory: float | None = doc("the theorem's exponent")
+    rule: str | None = doc("the decision rule applied")
+    confidence: float | None = doc("confidence of the interval")
+    tolerance: float | None = doc("slack on the exponent")
+    sided: str | None = doc("`upper` (a bound) or `tight` (a rate)")
+    model: str | None = doc("the fitted model (`power` or `offset`)")
+    exponent_power: float | None = doc("the exponent of the pure power fit")
+    exponent_offset: float | None = doc("the exponent of the fit with a floor")
+    floor_share: float | None = doc("the floor's share of the smallest mean")
+    axis: str | None = doc("the sweep's axis")
+    exponent_raw: float | None = doc("the exponent before the log factors are divided out")
+    seeds: int | None = doc("runs per grid point")
+    values: list[Any] | None = doc("the grid")
+    medians: list[Any] | None = doc("median metric per grid point")
+    means: list[Any] | None = doc("mean metric per grid point")
+    quantity: str | None = doc("the utility quantity measured")
+    fits: list[Any] | None = doc("per swept parameter: parameter, exponent, ci_low, "
+                                 "ci_high, theory, verdict")
+
+
 @register_kind
 class RateCheck(CheckKind):
     """Sweep a parameter and test its fitted exponent against the declared utility theorem."""
 
     name = "rate"
     Options = RateOptions
+    Result = RateMetrics
     column = "rate"
     figures = ("rate",)
 
@@ -486,14 +516,14 @@ class RateCheck(CheckKind):
         res = rates_of(exp, options)
         if options.claimed_by:
             res.theory = dataclasses.replace(res.theory, source=options.claimed_by.strip())
-        return outcome_of(res)
+        return outcome_of(res).typed(RateMetrics)
 
     def statement(self, check: Mapping[str, Any], claim: str,
                   info: Mapping[str, Any] | None) -> Statement:
-        m, ev = metrics_of(check), check.get("evidence") or {}
+        r, ev = self.Result.of(check), check.get("evidence") or {}
         th = ev.get("theory") or (info or {}).get("utility") or {}
         src = th.get("source") or "the declared theorem"
-        fits = m.get("fits") or [m]
+        fits = r.fits or [r.to_metrics()]
         parts = []
         for f in fits:
             if not math.isfinite(num(f.get("exponent")) or math.nan):
@@ -504,22 +534,22 @@ class RateCheck(CheckKind):
                          f"interval [{fmt(f.get('ci_low'), 3)}, {fmt(f.get('ci_high'), 3)}] "
                          f"against the theorem's {fmt(f.get('theory'), 3)}"
                          + (f" ({f['verdict']})" if f.get("verdict") else ""))
-        values = m.get("values") or []
-        grid = (f"{len(values)} values of {m.get('parameter')} from {fmt(min(values))} to "
+        values = r.values or []
+        grid = (f"{len(values)} values of {r.parameter} from {fmt(min(values))} to "
                 f"{fmt(max(values))}" if values else "the grid")
         axis = {"gdp": "the ledger GDP mu",
                 "rate": "the theorem's full bound, so an exponent of -1 (or +1 for a bound "
-                        "that grows) is a utility proportional to it"}.get(m.get("axis"),
+                        "that grows) is a utility proportional to it"}.get(r.axis,
                                                                           "the parameter")
-        measured = (f"Measured {m.get('quantity', th.get('quantity', 'utility'))} over {grid}, "
-                    f"{fmt(m.get('seeds'))} seeds each ({m.get('model', '?')} model, regressed on "
+        measured = (f"Measured {r.quantity or th.get('quantity', 'utility')} over {grid}, "
+                    f"{fmt(r.seeds)} seeds each ({r.model or '?'} model, regressed on "
                     f"{axis}): " + "; ".join(parts) + "." + left_out(ev))
-        conf = (f"{fmt(m.get('confidence'))} seed-clustered bootstrap interval. Rule: "
-                f"{m.get('rule', 'n/a')}.")
+        conf = (f"{fmt(r.confidence)} seed-clustered bootstrap interval. Rule: "
+                f"{r.rule or 'n/a'}.")
         claimed = (f"{src} bounds {th.get('quantity', 'the utility')} by "
                    f"{utility_text(th) if th else 'a rate'}.")
-        short = ("; ".join(parts) + f" ({fmt(m.get('confidence'))} bootstrap intervals, "
-                 f"{fmt(m.get('seeds'))} seeds)")
+        short = ("; ".join(parts) + f" ({fmt(r.confidence)} bootstrap intervals, "
+                 f"{fmt(r.seeds)} seeds)")
         if check.get("verdict") == "FAIL":
             refutes = (f" The measurement refutes {rate_claim(check)} (a finding about the "
                        f"theorem as stated, not about the variant's privacy).")

@@ -88,7 +88,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from dpverify.checks.base import CheckKind, Options, Outcome, register_kind
+from dpverify.checks.base import CheckKind, Options, Outcome, Result, doc, register_kind
 from dpverify.checks.sensitivity.replay import (
     DEFAULT_RTOL,
     InvarianceResult,
@@ -123,7 +123,7 @@ from dpverify.checks.sensitivity.targets import (
     user_target,
 )
 from dpverify.core.errors import InputError
-from dpverify.core.prose import Statement, check_options, fmt, metrics_of, num
+from dpverify.core.prose import Statement, check_options, fmt, num
 from dpverify.execution.experiment import Experiment
 
 __all__ = [
@@ -156,6 +156,27 @@ class SensitivityOptions(Options, SearchSettings):
             raise InputError(f"search must be one of {SEARCHES}, got {self.search!r}")
 
 
+@dataclass(frozen=True)
+class SensitivityMetrics(Result):
+    """The ``sensitivity`` check's numbers: the declared sensitivity against the true
+    difference on replayed neighbours (the worst pair)."""
+
+    worst_ratio: float | None = doc("true difference / declared sensitivity, worst pair")
+    declared: float | None = doc("the sensitivity the release declares")
+    true_difference: float | None = doc("the largest difference measured on D and D'")
+    release: int | None = doc("the release where it was measured")
+    query: str | None = doc("the query released there")
+    step: int | None = doc("the step of the release")
+    relation: str | None = doc("the neighbouring relation of the worst pair")
+    generator: str | None = doc("what generated the worst pair")
+    trial: int | None = doc("the trial of the worst pair")
+    pairs: int | None = doc("neighbouring pairs replayed")
+    pairs_violated: int | None = doc("pairs whose difference exceeds the declared one")
+    invariance_failures: int | None = doc("public-setting invariances that failed")
+    hypothesis_examples: int | None = doc("examples hypothesis generated in the search")
+    relations: list[Any] | None = doc("the relations tried")
+
+
 @register_kind
 class SensitivityCheck(CheckKind):
     """The ``sensitivity`` check kind: :func:`check_sensitivity` on the experiment's target.
@@ -167,28 +188,30 @@ class SensitivityCheck(CheckKind):
 
     name = "sensitivity"
     Options = SensitivityOptions
+    Result = SensitivityMetrics
     column = "privacy"
 
     def run(self, exp: Experiment, options: SensitivityOptions) -> Outcome:
         report = sensitivity_of(exp, options)
-        return Outcome(report.verdict, report.metrics(), report.evidence(), report.message)
+        return Outcome(report.verdict, SensitivityMetrics.from_metrics(report.metrics()),
+                       report.evidence(), report.message)
 
     def statement(self, check: Mapping[str, Any], claim: str,
                   info: Mapping[str, Any] | None) -> Statement:
-        m = metrics_of(check)
-        if m.get("worst_ratio") is None:
+        r = self.Result.of(check)
+        if r.worst_ratio is None:
             measured = f"No neighbouring pair was replayed ({check.get('message', '')})."
         else:
-            measured = (f"Replaying the run on {fmt(m.get('pairs'))} neighbouring pairs "
-                        f"({', '.join(m.get('relations') or []) or m.get('relation')}), the "
-                        f"largest true difference of a release is {fmt(m.get('worst_ratio'), 3)} "
-                        f"times its declared sensitivity: query {m.get('query')} at step "
-                        f"{fmt(m.get('step'))} moves by {fmt(m.get('true_difference'))} where "
-                        f"{fmt(m.get('declared'))} is declared (pair {m.get('generator')}, "
-                        f"{m.get('relation')}). {fmt(m.get('pairs_violated'))} of "
-                        f"{fmt(m.get('pairs'))} pairs exceed the declaration.")
-            if num(m.get("invariance_failures")):
-                measured += (f" {fmt(m.get('invariance_failures'))} releases differ between "
+            measured = (f"Replaying the run on {fmt(r.pairs)} neighbouring pairs "
+                        f"({', '.join(r.relations or []) or r.relation}), the "
+                        f"largest true difference of a release is {fmt(r.worst_ratio, 3)} "
+                        f"times its declared sensitivity: query {r.query} at step "
+                        f"{fmt(r.step)} moves by {fmt(r.true_difference)} where "
+                        f"{fmt(r.declared)} is declared (pair {r.generator}, "
+                        f"{r.relation}). {fmt(r.pairs_violated)} of "
+                        f"{fmt(r.pairs)} pairs exceed the declaration.")
+            if num(r.invariance_failures):
+                measured += (f" {fmt(r.invariance_failures)} releases differ between "
                              "datasets where they should not.")
         conf = ("One pair above ratio 1 is a proof, not an estimate: both datasets are "
                 "evaluated with the same randomness." if check.get("verdict") == "FAIL" else
@@ -196,10 +219,10 @@ class SensitivityCheck(CheckKind):
                 "declared sensitivity.")
         short = ("no replayed pair moved a release beyond its declared sensitivity (a search, "
                  "not a proof)" if check.get("verdict") != "FAIL" else
-                 f"a neighbouring pair moves {m.get('query')} by {fmt(m.get('worst_ratio'), 3)} "
+                 f"a neighbouring pair moves {r.query} by {fmt(r.worst_ratio, 3)} "
                  "times its declared sensitivity (a counterexample: a proof)")
-        if m.get("worst_ratio") is not None and check.get("verdict") != "FAIL":
-            short += f"; worst ratio {fmt(m.get('worst_ratio'), 3)}"
+        if r.worst_ratio is not None and check.get("verdict") != "FAIL":
+            short += f"; worst ratio {fmt(r.worst_ratio, 3)}"
         return Statement(f"Every noisy release declares the sensitivity its noise is scaled "
                          f"to; the variant claims {claim}.", measured, conf, short)
 
