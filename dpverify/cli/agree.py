@@ -14,6 +14,7 @@ from dpverify.checks.agreement import (
     DEFAULT_SAFETY,
     DEFAULT_TRIALS,
     MODES,
+    AgreeMetrics,
     AgreeOptions,
     agree_check,
     torch_status,
@@ -108,7 +109,7 @@ def run_command(args: argparse.Namespace) -> int:
     ctx = RunContext.from_args(args)
     t0 = time.perf_counter()
     outcome = agree_check(Experiment.from_context(spec.target, params, ctx),
-                          AgreeOptions.parse(spec.options))
+                          AgreeOptions.parse(spec.options)).typed(AgreeMetrics)
     result = CheckResult(spec, outcome, time.perf_counter() - t0)
     print(f"{outcome.verdict.value}  {spec.target}: {outcome.message}")
     json_path = getattr(args, "json_path", None)
