@@ -293,7 +293,8 @@ def test_statdp_patterns_per_relation() -> None:
 
     names = [n for n, _, _ in query_search_pairs(10, "componentwise")]
     assert names == ["one_above", "one_below", "one_above_rest_below", "one_below_rest_above",
-                     "half_half", "all_above", "all_below", "x_shape"]
+                     "half_half", "most_above_rest_below", "all_above", "all_below",
+                     "x_shape"]
     assert [n for n, _, _ in query_search_pairs(5, "add_remove")] == ["one_above", "one_below"]
     assert "one_up_one_down" in [n for n, _, _ in query_search_pairs(5, "replace_one")]
     a, b = query_pair("x_shape", 4)

@@ -477,8 +477,7 @@ _PATTERNS: dict[str, Callable[[int], tuple[list[float], list[float]]]] = {
     # its first answer above landing just after the queries that moved up; each of them
     # answered below adds to the loss, so on SVT1 (Lyu, Su and Li 2017, Alg. 1) three
     # quarters up reaches log-ratio 0.0975 of its 0.1 where half_half reaches 0.0885
-    # (benchmarks/ceiling.py computes both exactly). Named with --neighbours; not yet in the
-    # search, whose first round ranks by a pessimistic bound that favours likelier events.
+    # (benchmarks/ceiling.py computes both exactly).
     "most_above_rest_below": lambda k: ([1.0] * k, [2.0] * (k - k // 4) + [0.0] * (k // 4)),
     "all_above": lambda k: ([1.0] * k, [2.0] * k),
     "all_below": lambda k: ([1.0] * k, [0.0] * k),
@@ -489,8 +488,8 @@ _PATTERNS_OF = {
     "add_remove": ("one_above", "one_below"),
     "replace_one": ("one_above", "one_below", "one_up_one_down"),
     "componentwise": ("one_above", "one_below", "one_above_rest_below",
-                      "one_below_rest_above", "half_half", "all_above", "all_below",
-                      "x_shape"),
+                      "one_below_rest_above", "half_half", "most_above_rest_below",
+                      "all_above", "all_below", "x_shape"),
 }
 QUERY_PATTERNS: tuple[str, ...] = tuple(_PATTERNS)
 
@@ -556,7 +555,7 @@ def query_search_pairs(length: int, relation: str) -> list[tuple[str, np.ndarray
     >>> [n for n, _, _ in query_search_pairs(1, "componentwise")]
     ['one_above', 'one_below']
     >>> len(query_search_pairs(10, "componentwise"))
-    8
+    9
     """
     out: list[tuple[str, np.ndarray, np.ndarray]] = []
     seen: set[tuple[bytes, bytes]] = set()

@@ -18,7 +18,8 @@ complement as evidence for D') and two exact statistics for its counts:
 :func:`plan_tests` ranks them all on the selection split by the bound each would give on
 a test split of the given sizes, computed from pessimistic selection rates (Clopper-
 Pearson bounds at ``level``: a threshold whose selection counts were lucky in a far
-tail does not win). The winner is counted once on fresh runs by :func:`bound_planned`,
+tail does not win; scores no fit has seen, such as a cross-fitted table's, may carry a
+milder level of their own). The winner is counted once on fresh runs by :func:`bound_planned`,
 so the search costs no validity; ``top_k`` winners cost a Bonferroni factor.
 
 When no candidate anticipates a positive bound (small samples), ranking falls back to the
@@ -103,13 +104,19 @@ class CountStatistic(Protocol):
 
 @dataclass(frozen=True)
 class Selection:
-    """A candidate test's scores on the selection split, and its test split's sizes."""
+    """A candidate test's scores on the selection split, and its test split's sizes.
+
+    ``level`` is the level its selection rates are read at, where the scores warrant one
+    of their own (``None``: the ranking's): scores that no fit has seen carry no fitting
+    optimism, and need only the correction for the best of their few events.
+    """
 
     label: str
     pos: np.ndarray  # scores of runs on D
     neg: np.ndarray  # scores of runs on D'
     n_pos_test: int
     n_neg_test: int
+    level: float | None = None
 
 
 @dataclass(frozen=True)
@@ -299,6 +306,7 @@ def _anticipations(s: Selection, sign: float, statistics: Sequence[CountStatisti
     """
     th, a1, a0 = thresholds_and_counts(sign * np.asarray(s.pos, float),
                                        sign * np.asarray(s.neg, float))
+    level = level if s.level is None else s.level
     n1, n0 = len(s.pos), len(s.neg)
     # Only a continuous score has a smooth ROC to fit: atoms (tables of patterns or
     # bits) carry their evidence in exact zeros that a model would fill in.
