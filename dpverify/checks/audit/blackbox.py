@@ -307,13 +307,14 @@ def _fit_pair(run: _Run, pi: int, out_D: np.ndarray, out_Dp: np.ndarray,
     out = []
     for name, fit in dists:
         scorer = fit(out_D[:n_fit], out_Dp[:n_fit], fit_rng)
-        pos = safe_scores(scorer, out_D[n_fit:], name)
-        neg = safe_scores(scorer, out_Dp[n_fit:], name)
         atoms = getattr(scorer, "atoms", None)
         level = None
         if atoms is not None and small_alphabet(atoms(out_D), atoms(out_Dp)):
             scorer, pos, neg = _crossfit_table(fit, (out_D, out_Dp), fit_rng, name)
             level = TABLE_LEVEL
+        else:
+            pos = safe_scores(scorer, out_D[n_fit:], name)
+            neg = safe_scores(scorer, out_Dp[n_fit:], name)
         sel = selection.Selection(f"{label} | {name}", pos, neg, n_test, n_test, level)
         out.append(Candidate(pi, name, scorer, sel))
     return out
@@ -343,7 +344,6 @@ def _crossfit_table(fit: Any, outputs: tuple[np.ndarray, np.ndarray],
 # of epsilon 0.1); point estimates (0.5) chase lucky rare events at small samples (SVT4
 # at 2 x 10^5 runs flagged on 3 of 6 seeds, against 5 of 6 at 0.05).
 TABLE_LEVEL = 0.05
-
 
 # A small alphabet: at most this many distinct output rows, each seen this often on
 # average over the search runs of both worlds.
