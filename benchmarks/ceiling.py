@@ -23,8 +23,9 @@ median draw. It says whether a figure measured elsewhere with more runs (DP-Snip
 Run: ``python benchmarks/ceiling.py --runs 10000000 --confidence 0.9``.
 
 The same laws stand in for the mechanisms where an audit's choices are studied over many
-seeds: ``--search-seeds 1,2,3`` audits ``svt1_law`` and ``svt2_law`` (the index of the first
-answer above, drawn from the exact law) with the defaults and the ``histogram``
+seeds: ``--search-seeds 1,2,3`` audits ``svt1_law``, ``svt2_law`` (the index of the first
+answer above, drawn from the exact law) and ``rnm1_law`` (the index of the noisy maximum) with
+the defaults and the ``histogram``
 distinguisher at ``--runs`` runs per dataset, and prints the witness each seed's pair search
 found and its bound, in a fraction of the mechanisms' time.
 """
@@ -40,7 +41,7 @@ from scipy import stats
 
 from algorithms.catalogue import EPSILON, RNM_QUERIES, SVT_C, SVT_QUERIES
 from dpverify.checks.audit import BlackBoxOptions, audit_blackbox, declare_mechanism
-from dpverify.core.data import QUERY_PATTERNS, query_pair
+from dpverify.core.data import QUERY_PATTERNS, far_distance, query_pair
 from dpverify.stats.audit_bounds import epsilon_lower_bound_conditional
 
 
@@ -63,7 +64,7 @@ def svt_law(answers: np.ndarray, threshold: float, grid: int = 200_001) -> np.nd
     return out
 
 
-def rnm1_law(answers: np.ndarray, grid: int = 200_001) -> np.ndarray:
+def rnm_law(answers: np.ndarray, grid: int = 200_001) -> np.ndarray:
     """P(the largest noisy answer is answer i), for report noisy max on ``answers``."""
     scale = 2.0 / EPSILON
     x = np.linspace(answers.min() - 40 * scale, answers.max() + 40 * scale, grid)
@@ -76,7 +77,7 @@ def rnm1_law(answers: np.ndarray, grid: int = 200_001) -> np.ndarray:
 
 # svt1's threshold is 0.5, svt2's 1.0 (algorithms.catalogue).
 LAWS = {"svt1": (lambda a: svt_law(a, 0.5), SVT_QUERIES),
-        "svt2": (lambda a: svt_law(a, 1.0), SVT_QUERIES), "rnm1": (rnm1_law, RNM_QUERIES)}
+        "svt2": (lambda a: svt_law(a, 1.0), SVT_QUERIES), "rnm1": (rnm_law, RNM_QUERIES)}
 
 
 @functools.lru_cache(maxsize=64)
@@ -101,15 +102,21 @@ def svt2_law(answers: np.ndarray, rng: np.random.Generator, trials: int) -> np.n
     return _draw("svt2", answers, rng, trials)
 
 
+@declare_mechanism(epsilon=EPSILON, delta=0.0, queries=RNM_QUERIES, relation="componentwise")
+def rnm1_law(answers: np.ndarray, rng: np.random.Generator, trials: int) -> np.ndarray:
+    """RNM1's outcome (the index of the largest noisy answer) from its exact law."""
+    return _draw("rnm1", answers, rng, trials)
+
+
 def print_search(seeds: list[int], runs: int, confidence: float) -> None:
     """Each seed's witness and bound for the law stand-ins (see the module's docstring)."""
-    print(f"seed  row   witness                 bound  ({runs:.3g} runs per dataset, "
+    print(f"seed  row   witness                   bound  ({runs:.3g} runs per dataset, "
           f"confidence {confidence})")
     for seed in seeds:
-        for row in ("svt1", "svt2"):
+        for row in ("svt1", "svt2", "rnm1"):
             r = audit_blackbox(f"benchmarks/ceiling.py:{row}_law", BlackBoxOptions(
                 trials=runs, seed=seed, confidence=confidence, distinguisher="histogram"))
-            print(f"{seed:4d}  {row}  {r.details['pair']:22s}  {r.epsilon_lower:.4f}",
+            print(f"{seed:4d}  {row}  {r.details['pair']:24s}  {r.epsilon_lower:.4f}",
                   flush=True)
 
 
@@ -147,12 +154,12 @@ def print_ceilings(row: str, runs: int, confidence: float) -> None:
     print(f"{row} (epsilon {EPSILON}, {k} queries): the best test's bound at confidence "
           f"{confidence} from {runs:.3g} runs per dataset")
     for name in QUERY_PATTERNS:
-        a, b = query_pair(name, k)
+        a, b = query_pair(name, k, far=far_distance(EPSILON))
         p, q = law(a), law(b)
         true = float(np.max(np.abs(np.log(p / q))))
         eps, prob, size = max(ceiling(p, q, runs, 1 - confidence),
                               ceiling(q, p, runs, 1 - confidence))
-        print(f"  {name:22s} true epsilon of the pair {true:.4f}   ceiling {eps:.4f} "
+        print(f"  {name:24s} true epsilon of the pair {true:.4f}   ceiling {eps:.4f} "
               f"(an event of {size} outcome(s), probability {prob:.4f})")
 
 

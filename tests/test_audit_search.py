@@ -60,8 +60,8 @@ def test_query_targets_get_vectors_and_a_search_by_default(user_mod: str) -> Non
     assert (s.epsilon_claimed, s.delta, s.queries, s.relation) == (1.0, 0.0, 3,
                                                                    "componentwise")
     labels = [p.label for p in make_pairs(s, None)]
-    # seven: at k = 3 half_half is one_above_rest_below
-    assert labels[:2] == ["one_above", "one_below"] and len(labels) == 7
+    # eight: at k = 3 half_half is one_above_rest_below
+    assert labels[:2] == ["one_above", "one_below"] and len(labels) == 8
     with pytest.raises(InputError, match="takes a vector of 3 query answers"):
         make_pairs(s, "fresh_direction")  # a dataset handed to a vector: refused, named
     r = audit_blackbox(f"{user_mod}:noisy_max", BlackBoxOptions(

@@ -293,8 +293,8 @@ def test_statdp_patterns_per_relation() -> None:
 
     names = [n for n, _, _ in query_search_pairs(10, "componentwise")]
     assert names == ["one_above", "one_below", "one_above_rest_below", "one_below_rest_above",
-                     "half_half", "most_above_rest_below", "all_above", "all_below",
-                     "x_shape"]
+                     "one_below_rest_far_above", "half_half", "most_above_rest_below",
+                     "all_above", "all_below", "x_shape"]
     assert [n for n, _, _ in query_search_pairs(5, "add_remove")] == ["one_above", "one_below"]
     assert "one_up_one_down" in [n for n, _, _ in query_search_pairs(5, "replace_one")]
     a, b = query_pair("x_shape", 4)
@@ -312,3 +312,12 @@ def test_bad_patterns_are_refused(name: str, relation: str, word: str) -> None:
 
     with pytest.raises(InputError, match=word):
         query_pair(name, 4, relation)
+
+
+def test_the_far_pattern_follows_the_claim() -> None:
+    from dpverify.core.data import far_distance, query_pair
+
+    a, b = query_pair("one_below_rest_far_above", 4, far=far_distance(0.25))
+    assert a.tolist() == [1.0, 5.0, 5.0, 5.0] and b.tolist() == [0.0, 6.0, 6.0, 6.0]
+    with pytest.raises(InputError, match="far pattern's distance"):
+        query_pair("one_below_rest_far_above", 4, far=float("nan"))

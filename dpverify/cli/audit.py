@@ -30,7 +30,7 @@ from dpverify.checks.audit.result import MODES, AuditResult
 from dpverify.checks.audit.sequential import DEFAULT_DETECT, DEFAULT_MAX_TRIALS
 from dpverify.checks.base import RunContext
 from dpverify.cli.app import add_claim_arguments, parse_params
-from dpverify.core.data import QUERY_RELATIONS
+from dpverify.core.data import QUERY_PATTERNS, QUERY_RELATIONS
 from dpverify.report.io import write_json_atomic
 from dpverify.stats.power import DETECT_PROBABILITY
 
@@ -50,10 +50,8 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    help="pair generator(s), comma-separated: auto (default: search for a "
                         "target taking query answers, the worst-case canary where the target "
                         "declares a clip, else fresh_direction), search (every built-in one "
-                        "for the target's input), a pattern of query answers (one_above, "
-                        "one_below, one_up_one_down, one_above_rest_below, "
-                        "one_below_rest_above, half_half, most_above_rest_below, all_above, "
-                        "all_below, x_shape), a "
+                        "for the target's input), a pattern of query answers "
+                        f"({', '.join(QUERY_PATTERNS)}), a "
                         "dataset canary (worst_case, fresh_direction, clip_boundary, outlier, "
                         "nonfinite, random), or module:function returning (D, D') or a list "
                         "of pairs")

@@ -463,46 +463,63 @@ def _half(k: int) -> int:
 
 
 # StatDP's input patterns (Ding et al. 2018, Section 5.1: "one above", "one below", "one
-# above rest below", "one below rest above", "half half", "all above", "all below",
-# "X shape"), as (base, neighbour) built from a length k. The base is all ones so that
-# neighbours stay non-negative counts; X shape moves the base itself.
-_PATTERNS: dict[str, Callable[[int], tuple[list[float], list[float]]]] = {
-    "one_above": lambda k: ([1.0] * k, [2.0] + [1.0] * (k - 1)),
-    "one_below": lambda k: ([1.0] * k, [0.0] + [1.0] * (k - 1)),
-    "one_up_one_down": lambda k: ([1.0] * k, [2.0, 0.0] + [1.0] * (k - 2)),
-    "one_above_rest_below": lambda k: ([1.0] * k, [2.0] + [0.0] * (k - 1)),
-    "one_below_rest_above": lambda k: ([1.0] * k, [0.0] + [2.0] * (k - 1)),
-    "half_half": lambda k: ([1.0] * k, [2.0] * _half(k) + [0.0] * (k - _half(k))),
+# above rest below", "one below rest above", "half half", "all above", "all below", "X shape"),
+# as (base, neighbour) built from a length k and the distance ``far`` of the far pattern. The
+# base is all ones so that neighbours stay non-negative counts; X shape moves the base itself.
+_PATTERNS: dict[str, Callable[[int, float], tuple[list[float], list[float]]]] = {
+    "one_above": lambda k, far: ([1.0] * k, [2.0] + [1.0] * (k - 1)),
+    "one_below": lambda k, far: ([1.0] * k, [0.0] + [1.0] * (k - 1)),
+    "one_up_one_down": lambda k, far: ([1.0] * k, [2.0, 0.0] + [1.0] * (k - 2)),
+    "one_above_rest_below": lambda k, far: ([1.0] * k, [2.0] + [0.0] * (k - 1)),
+    "one_below_rest_above": lambda k, far: ([1.0] * k, [0.0] + [2.0] * (k - 1)),
+    # Beyond StatDP: one below the rest, the rest far above. Report noisy max's most telling
+    # event is its index landing on the answer that moved down; the further that answer
+    # sits below the others, the deeper in the noise's tail the event lies, where the loss
+    # of every moved answer is whole: at one noise scale apart (far = 1/epsilon) RNM1
+    # (Dwork and Roth 2014, Claim 3.9) reaches log-ratio 0.0988 of its 0.1 where
+    # one_below_rest_above reaches 0.0946 (benchmarks/ceiling.py computes both exactly).
+    "one_below_rest_far_above": lambda k, far: ([1.0] + [1.0 + far] * (k - 1),
+                                                [0.0] + [2.0 + far] * (k - 1)),
+    "half_half": lambda k, far: ([1.0] * k, [2.0] * _half(k) + [0.0] * (k - _half(k))),
     # Beyond StatDP: half_half with a longer run up. Sparse vector's most telling event is
     # its first answer above landing just after the queries that moved up; each of them
     # answered below adds to the loss, so on SVT1 (Lyu, Su and Li 2017, Alg. 1) three
     # quarters up reaches log-ratio 0.0975 of its 0.1 where half_half reaches 0.0885
     # (benchmarks/ceiling.py computes both exactly).
-    "most_above_rest_below": lambda k: ([1.0] * k, [2.0] * (k - k // 4) + [0.0] * (k // 4)),
-    "all_above": lambda k: ([1.0] * k, [2.0] * k),
-    "all_below": lambda k: ([1.0] * k, [0.0] * k),
-    "x_shape": lambda k: ([1.0] * _half(k) + [0.0] * (k - _half(k)),
-                          [0.0] * _half(k) + [1.0] * (k - _half(k))),
+    "most_above_rest_below": lambda k, far: ([1.0] * k,
+                                             [2.0] * (k - k // 4) + [0.0] * (k // 4)),
+    "all_above": lambda k, far: ([1.0] * k, [2.0] * k),
+    "all_below": lambda k, far: ([1.0] * k, [0.0] * k),
+    "x_shape": lambda k, far: ([1.0] * _half(k) + [0.0] * (k - _half(k)),
+                               [0.0] * _half(k) + [1.0] * (k - _half(k))),
 }
 _PATTERNS_OF = {
     "add_remove": ("one_above", "one_below"),
     "replace_one": ("one_above", "one_below", "one_up_one_down"),
     "componentwise": ("one_above", "one_below", "one_above_rest_below",
-                      "one_below_rest_above", "half_half", "most_above_rest_below",
-                      "all_above", "all_below", "x_shape"),
+                      "one_below_rest_above", "one_below_rest_far_above", "half_half",
+                      "most_above_rest_below", "all_above", "all_below", "x_shape"),
 }
+# The far pattern's distance where no claim sets it: one noise scale of a sensitivity-1
+# answer at epsilon 0.1.
+FAR = 10.0
 QUERY_PATTERNS: tuple[str, ...] = tuple(_PATTERNS)
 
 
-def query_pair(name: str, length: int, relation: str = "componentwise"
+def query_pair(name: str, length: int, relation: str = "componentwise", far: float = FAR
                ) -> tuple[np.ndarray, np.ndarray]:
     """The pattern ``name`` as two answer vectors of ``length``, checked against ``relation``.
+
+    ``far`` is how far above the moved answer the far pattern places the others (an audit
+    sets one noise scale of the claim, :func:`far_distance`).
 
     Examples
     --------
     >>> a, b = query_pair("one_above_rest_below", 4)
     >>> a.tolist(), b.tolist()
     ([1.0, 1.0, 1.0, 1.0], [2.0, 0.0, 0.0, 0.0])
+    >>> [v.tolist() for v in query_pair("one_below_rest_far_above", 3, far=4.0)]
+    [[1.0, 5.0, 5.0], [0.0, 6.0, 6.0]]
     >>> try:
     ...     query_pair("all_above", 3, "add_remove")
     ... except InputError as e:
@@ -516,11 +533,26 @@ def query_pair(name: str, length: int, relation: str = "componentwise"
     k = int(length)
     if k < 1:
         raise InputError(f"a vector of query answers needs length >= 1, got {length!r}")
-    a, b = (np.asarray(v[:k], dtype=float) for v in _PATTERNS[name](max(k, 2)))
+    if not (np.isfinite(far) and far >= 0):
+        raise InputError(f"the far pattern's distance must be finite and >= 0, got {far!r}")
+    a, b = (np.asarray(v[:k], dtype=float) for v in _PATTERNS[name](max(k, 2), far))
     if not query_neighbours(a, b, relation):
         raise InputError(f"pattern {name!r} is not a neighbour under {relation}: it moves "
                          f"{a.tolist()} to {b.tolist()}")
     return a, b
+
+
+def far_distance(epsilon: float) -> float:
+    """The far pattern's distance for a claim of ``epsilon``: one noise scale of a
+    sensitivity-1 answer (1/epsilon), or :data:`FAR` where the claim gives none.
+
+    Examples
+    --------
+    >>> far_distance(0.5), far_distance(float("inf"))
+    (2.0, 10.0)
+    """
+    eps = float(epsilon)
+    return 1.0 / eps if np.isfinite(eps) and eps > 0 else FAR
 
 
 def query_neighbours(a: np.ndarray, b: np.ndarray, relation: str) -> bool:
@@ -544,7 +576,8 @@ def query_neighbours(a: np.ndarray, b: np.ndarray, relation: str) -> bool:
     return up <= 1.0 and down <= 1.0
 
 
-def query_search_pairs(length: int, relation: str) -> list[tuple[str, np.ndarray, np.ndarray]]:
+def query_search_pairs(length: int, relation: str, far: float = FAR
+                       ) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """Every pattern the relation allows for answer vectors of ``length``, duplicates once.
 
     A pattern and its swap (D and D' exchanged) are one pair: audits test both
@@ -555,14 +588,14 @@ def query_search_pairs(length: int, relation: str) -> list[tuple[str, np.ndarray
     >>> [n for n, _, _ in query_search_pairs(1, "componentwise")]
     ['one_above', 'one_below']
     >>> len(query_search_pairs(10, "componentwise"))
-    9
+    10
     """
     out: list[tuple[str, np.ndarray, np.ndarray]] = []
     seen: set[tuple[bytes, bytes]] = set()
     for name in _PATTERNS_OF[check_query_relation(relation)]:
         if length < 2 and name in ("one_up_one_down", "x_shape"):
             continue
-        a, b = query_pair(name, length, relation)
+        a, b = query_pair(name, length, relation, far)
         key = (a.tobytes(), b.tobytes())
         if key in seen or (b.tobytes(), a.tobytes()) in seen:
             continue

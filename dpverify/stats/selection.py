@@ -51,9 +51,10 @@ from scipy import stats as sstats
 from dpverify.core.errors import InputError
 from dpverify.stats import audit_bounds as stats
 
-# Confidence of the pessimistic selection rates. Measured on the Gaussian mechanism at
-# epsilon = 1 (10^4 to 10^6 runs) and on Laplace at 0.1: 0.05 keeps far-tail luck out and
-# still lets the ranking move to the tails that a large test split can bound.
+# Confidence of the pessimistic selection rates of fitted scores (a selection may carry a
+# milder level of its own): it keeps far-tail luck out, among hundreds of thresholds and
+# the many atoms of tables, and still lets the ranking move to the tails that a large test
+# split can bound.
 SELECT_LEVEL = 0.01
 # The fallback ranking reads rates at this level: their medians, i.e. point estimates.
 POINT_LEVEL = 0.5

@@ -36,6 +36,7 @@ from dpverify.core.data import (
     canary_worst_case,
     check_finite,
     check_query_relation,
+    far_distance,
     make_pair,
     query_pair,
     query_search_pairs,
@@ -424,7 +425,8 @@ def _expand_search(setup: AuditSetup, spec: str) -> list[str]:
     if spec != "search":
         return [spec]
     if setup.queries is not None:
-        return [name for name, _, _ in query_search_pairs(setup.queries, setup.relation)]
+        return [name for name, _, _ in query_search_pairs(
+            setup.queries, setup.relation, far_distance(setup.epsilon_claimed))]
     return list(DATASET_SEARCH)
 
 
@@ -435,7 +437,7 @@ def _query_pair(setup: AuditSetup, spec: str) -> Pair:
             f"{spec!r} makes a pair of datasets, but {setup.name} takes a vector of "
             f"{setup.queries} query answers: give 'search', a pattern "
             f"({', '.join(QUERY_PATTERNS)}) or module:function")
-    a, b = query_pair(spec, setup.queries, setup.relation)
+    a, b = query_pair(spec, setup.queries, setup.relation, far_distance(setup.epsilon_claimed))
     return Pair(spec, a, b)
 
 
