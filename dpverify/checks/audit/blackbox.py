@@ -15,9 +15,11 @@ The auditor sees only what the target returns. Runs are drawn in seeded blocks
 Since nothing is chosen on the counts that bound it, the bound holds at the stated
 confidence whatever was searched: pairs (StatDP's input patterns for a target taking
 query answers, so the witness need not be known), distinguishers, thresholds and
-orientations; keeping ``top_k`` > 1 tests costs a Bonferroni factor. ``trials`` is the
-number of runs per dataset on the witness pair; every other candidate pair costs only
-its search runs. This is the pattern of DP-Sniper's DD-Search and Delta-Siege (Bichsel
+orientations; keeping ``top_k`` > 1 tests costs a Bonferroni factor. ``trials`` sets the
+sizes: each candidate pair's search budget (the fit and selection fractions of it, per
+dataset; with more than two pairs spent by successive halving, so that the two finalists
+get more) and the witness's test runs (the test fraction); ``runs_total`` in the report
+counts them all. This is the pattern of DP-Sniper's DD-Search and Delta-Siege (Bichsel
 et al. 2021; Lokna et al. 2023) with exact bounds and every selection accounted for (the
 pitfalls in anchors/auditing.md, section 2).
 
@@ -134,7 +136,8 @@ class BlackBoxOptions(RunOptions):
         canary where the target declares a clip
         (:func:`~dpverify.checks.audit.targets.resolve_neighbours`), else ``fresh_direction``.
     trials
-        Runs on each dataset of the witness pair (other pairs cost their search runs).
+        Runs per dataset that set the split sizes: each pair's search budget (fit and
+        selection fractions) and the witness's test runs (test fraction).
     distinguisher
         A name of :mod:`dpverify.checks.audit.distinguishers`, several, or ``"auto"``.
     bound
