@@ -32,6 +32,7 @@ from dpverify.checks.base import CheckResult, CheckSpec, RunContext, run_check
 from dpverify.core.errors import InputError, check_delta, check_epsilon
 from dpverify.core.registry import is_registered_target, resolve
 from dpverify.execution.executors import (
+    Spread,
     _worker_setup,
     dask_client,
     shutdown,
@@ -349,6 +350,7 @@ class _DaskChecks:
         ctx = jobs_list[0][1]
         self.client = dask_client(ctx.scheduler, ctx.workers if ctx.workers > 1 else None)
         self.bundle = self.client.scatter(payload, broadcast=True, hash=False)
+        self.spread = Spread(self.client)
         import distributed
 
         self.finished = distributed.as_completed(loop=self.client.loop)
@@ -361,13 +363,13 @@ class _DaskChecks:
             self.client.cancel([self.bundle])
 
     def submit(self, spec: CheckSpec, ctx: RunContext) -> Any:
-        fut = self.client.submit(_run_on_worker, self.key, self.bundle, spec,
-                                 _on_worker(ctx), os.getpid(), pure=False)
+        fut = self.spread.submit(_run_on_worker, self.key, self.bundle, spec,
+                                 _on_worker(ctx), os.getpid())
         self.finished.add(fut)
         return fut
 
     def wait_first(self, pending: list[Any]) -> set[Any]:
-        return {next(self.finished), *self.finished.next_batch(block=False)}
+        return self.spread.first_done(self.finished)
 
     def cancel(self, pending: list[Any]) -> None:
         self.client.cancel(pending)

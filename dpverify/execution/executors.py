@@ -478,6 +478,49 @@ def dask_client(scheduler: Any = None, workers: int | None = None) -> Any:
     return client
 
 
+class Spread:
+    """Tasks placed on a Dask cluster's workers in turn: each on the worker with the fewest
+    of ours in flight per thread, a preference only (``allow_other_workers``), so that a
+    worker that leaves or lags loses its tasks to the others. Left to itself the scheduler
+    may queue a few short tasks on one worker while another idles.
+
+    Examples
+    --------
+    >>> class C:  # a client's two calls that placement uses
+    ...     def nthreads(self): return {"w1": 1, "w2": 1}
+    ...     def submit(self, fn, *a, **kw): return (kw["workers"][0], len(a))
+    >>> s = Spread(C())
+    >>> [s.submit(print, 1)[0] for _ in range(3)]
+    ['w1', 'w2', 'w1']
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.threads: dict[str, int] = dict(client.nthreads())
+        self.load = dict.fromkeys(self.threads, 0)
+        self.where: dict[Any, str] = {}
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``client.submit(fn, *args)`` on the least loaded worker (any, if none is known)."""
+        if not self.threads:
+            return self.client.submit(fn, *args, pure=False)
+        w = min(self.threads, key=lambda a: (self.load[a] / max(self.threads[a], 1), a))
+        fut = self.client.submit(fn, *args, pure=False, workers=[w], allow_other_workers=True)
+        self.load[w] += 1
+        self.where[id(fut)] = w
+        return fut
+
+    def first_done(self, finished: Any) -> set[Any]:
+        """The next futures that ``finished`` (a ``distributed.as_completed``) yields, counted
+        out of their workers' loads."""
+        done = {next(finished), *finished.next_batch(block=False)}
+        for fut in done:
+            w = self.where.pop(id(fut), None)
+            if w is not None:
+                self.load[w] -= 1
+        return done
+
+
 def run_dask(fn: Callable[..., Any], items: Sequence[Item], on_done: Callable[[Done], None],
              *, scheduler: Any = None, workers: int | None = None,
              chunk_seconds: float = DEFAULT_CHUNK_SECONDS) -> None:
@@ -497,13 +540,15 @@ def run_dask(fn: Callable[..., Any], items: Sequence[Item], on_done: Callable[[D
     pid = os.getpid()
     finished = distributed.as_completed(loop=client.loop)
 
+    spread = Spread(client)
+
     def submit(chunk: list[Item]) -> Any:
-        fut = client.submit(_run_chunk_dask, key, fn_future, chunk, pid, pure=False)
+        fut = spread.submit(_run_chunk_dask, key, fn_future, chunk, pid)
         finished.add(fut)
         return fut
 
     def wait_any(fs: set[Any]) -> set[Any]:
-        return {next(finished), *finished.next_batch(block=False)}
+        return spread.first_done(finished)
 
     def cancel(fs: set[Any], interrupted: bool) -> None:
         client.cancel(list(fs))
