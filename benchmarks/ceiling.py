@@ -25,9 +25,9 @@ Run: ``python benchmarks/ceiling.py --runs 10000000 --confidence 0.9``.
 The same laws stand in for the mechanisms where an audit's choices are studied over many
 seeds: ``--search-seeds 1,2,3`` audits ``svt1_law``, ``svt2_law`` (the index of the first
 answer above, drawn from the exact law) and ``rnm1_law`` (the index of the noisy maximum) with
-the defaults and the ``histogram``
-distinguisher at ``--runs`` runs per dataset, and prints the witness each seed's pair search
-found and its bound, in a fraction of the mechanisms' time.
+the defaults and the ``histogram`` distinguisher at ``--runs`` runs per dataset, and prints
+the witness each seed's pair search found and its bound, in a fraction of the mechanisms'
+time.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--confidence", type=float, default=0.9)
     ap.add_argument("--rows", default=",".join(LAWS), help="mechanisms")
     ap.add_argument("--search-seeds", default=None,
-                    help="comma-separated seeds: audit the SVT law stand-ins instead")
+                    help="comma-separated seeds: audit the law stand-ins instead")
     args = ap.parse_args(argv)
     if args.search_seeds:
         print_search([int(x) for x in args.search_seeds.split(",")], args.runs,

@@ -473,11 +473,11 @@ _PATTERNS: dict[str, Callable[[int, float], tuple[list[float], list[float]]]] = 
     "one_above_rest_below": lambda k, far: ([1.0] * k, [2.0] + [0.0] * (k - 1)),
     "one_below_rest_above": lambda k, far: ([1.0] * k, [0.0] + [2.0] * (k - 1)),
     # Beyond StatDP: one below the rest, the rest far above. Report noisy max's most telling
-    # event is its index landing on the answer that moved down; the further that answer
-    # sits below the others, the deeper in the noise's tail the event lies, where the loss
-    # of every moved answer is whole: at one noise scale apart (far = 1/epsilon) RNM1
-    # (Dwork and Roth 2014, Claim 3.9) reaches log-ratio 0.0988 of its 0.1 where
-    # one_below_rest_above reaches 0.0946 (benchmarks/ceiling.py computes both exactly).
+    # event is its index landing on the answer that moved down; the further that answer sits
+    # below the others, the deeper in the noise's tail the event lies, where the loss of every
+    # moved answer is whole: at far = 1/epsilon (the Laplace mechanism's scale for one answer;
+    # half RNM1's) RNM1 (Dwork and Roth 2014, Claim 3.9) reaches log-ratio 0.0988 of its 0.1
+    # where one_below_rest_above reaches 0.0946 (benchmarks/ceiling.py computes both exactly).
     "one_below_rest_far_above": lambda k, far: ([1.0] + [1.0 + far] * (k - 1),
                                                 [0.0] + [2.0 + far] * (k - 1)),
     "half_half": lambda k, far: ([1.0] * k, [2.0] * _half(k) + [0.0] * (k - _half(k))),

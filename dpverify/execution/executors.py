@@ -539,7 +539,6 @@ def run_dask(fn: Callable[..., Any], items: Sequence[Item], on_done: Callable[[D
     fn_future = client.scatter(payload, broadcast=True, hash=False)
     pid = os.getpid()
     finished = distributed.as_completed(loop=client.loop)
-
     spread = Spread(client)
 
     def submit(chunk: list[Item]) -> Any:

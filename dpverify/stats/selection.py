@@ -19,8 +19,9 @@ complement as evidence for D') and two exact statistics for its counts:
 a test split of the given sizes, computed from pessimistic selection rates (Clopper-
 Pearson bounds at ``level``: a threshold whose selection counts were lucky in a far
 tail does not win; scores no fit has seen, such as a cross-fitted table's, may carry a
-milder level of their own). The winner is counted once on fresh runs by :func:`bound_planned`,
-so the search costs no validity; ``top_k`` winners cost a Bonferroni factor.
+milder level of their own). The winner is counted once on fresh runs by
+:func:`bound_planned`, so the search costs no validity; ``top_k`` winners cost a Bonferroni
+factor.
 
 When no candidate anticipates a positive bound (small samples), ranking falls back to the
 same bound computed from point estimates, so a test with evidence is kept in preference
