@@ -500,7 +500,7 @@ _PATTERNS_OF = {
                       "one_below_rest_above", "one_below_rest_far_above", "half_half",
                       "most_above_rest_below", "all_above", "all_below", "x_shape"),
 }
-# The far pattern's distance where no claim sets it: one noise scale of a sensitivity-1
+# The far pattern's distance where no claim sets it: the Laplace scale of a sensitivity-1
 # answer at epsilon 0.1.
 FAR = 10.0
 QUERY_PATTERNS: tuple[str, ...] = tuple(_PATTERNS)
@@ -511,7 +511,7 @@ def query_pair(name: str, length: int, relation: str = "componentwise", far: flo
     """The pattern ``name`` as two answer vectors of ``length``, checked against ``relation``.
 
     ``far`` is how far above the moved answer the far pattern places the others (an audit
-    sets one noise scale of the claim, :func:`far_distance`).
+    sets 1/epsilon of the claim, :func:`far_distance`).
 
     Examples
     --------
@@ -543,7 +543,7 @@ def query_pair(name: str, length: int, relation: str = "componentwise", far: flo
 
 
 def far_distance(epsilon: float) -> float:
-    """The far pattern's distance for a claim of ``epsilon``: one noise scale of a
+    """The far pattern's distance for a claim of ``epsilon``: the Laplace scale of a
     sensitivity-1 answer (1/epsilon), or :data:`FAR` where the claim gives none.
 
     Examples
