@@ -45,19 +45,23 @@ from dpverify.core.data import QUERY_PATTERNS, far_distance, query_pair
 from dpverify.stats.audit_bounds import epsilon_lower_bound_conditional
 
 
-def svt_law(answers: np.ndarray, threshold: float, grid: int = 200_001) -> np.ndarray:
+def svt_law(answers: np.ndarray, threshold: float, eps1_share: float = 0.5,
+            query_scale: float | None = None, grid: int = 200_001) -> np.ndarray:
     """P(first answer above = i), i < k, and P(none above) last, for SVT1 on ``answers``.
 
     With c = 1, Dwork and Roth's SVT2 has the same law at its own threshold: it redraws
-    the threshold only after an answer above, and then stops."""
-    eps1 = eps2 = 0.5 * EPSILON
+    the threshold only after an answer above, and then stops. Lee and Clifton's SVT4
+    (Lyu et al., Algorithm 4) is the same pass with eps1 = epsilon / 4 and answer noise of
+    scale 1 / eps2 (``eps1_share``, ``query_scale``)."""
+    eps1 = eps1_share * EPSILON
     b_rho = 1.0 / eps1
+    b_nu = 2 * SVT_C / ((1.0 - eps1_share) * EPSILON) if query_scale is None else query_scale
     rho = np.linspace(-40 * b_rho, 40 * b_rho, grid)
     weight = stats.laplace.pdf(rho, scale=b_rho)
     weight /= weight.sum()
     out, alive = np.zeros(len(answers) + 1), np.ones_like(rho)
     for i, a in enumerate(answers):
-        p = stats.laplace.sf(threshold + rho - a, scale=2 * SVT_C / eps2)
+        p = stats.laplace.sf(threshold + rho - a, scale=b_nu)
         out[i] = np.sum(weight * alive * p)
         alive = alive * (1.0 - p)
     out[-1] = np.sum(weight * alive)
@@ -75,9 +79,10 @@ def rnm_law(answers: np.ndarray, grid: int = 200_001) -> np.ndarray:
     return out / out.sum()
 
 
-# svt1's threshold is 0.5, svt2's 1.0 (algorithms.catalogue).
+# svt1's threshold is 0.5, svt2's and svt4's 1.0 (algorithms.catalogue).
 LAWS = {"svt1": (lambda a: svt_law(a, 0.5), SVT_QUERIES),
-        "svt2": (lambda a: svt_law(a, 1.0), SVT_QUERIES), "rnm1": (rnm_law, RNM_QUERIES)}
+        "svt2": (lambda a: svt_law(a, 1.0), SVT_QUERIES), "rnm1": (rnm_law, RNM_QUERIES),
+        "svt4": (lambda a: svt_law(a, 1.0, 0.25, 1.0 / (0.75 * EPSILON)), SVT_QUERIES)}
 
 
 @functools.lru_cache(maxsize=64)

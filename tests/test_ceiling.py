@@ -44,6 +44,15 @@ def test_svt2_law_at_its_threshold_matches_the_catalogues_svt2() -> None:
     assert stats.chisquare(seen, 200_000 * p).pvalue > 1e-4
 
 
+def test_svt4_law_matches_the_catalogues_svt4() -> None:
+    """Chi-square on 200,000 runs of one world; fails with probability 1e-4."""
+    answers = query_pair("x_shape", cat.SVT_QUERIES)[0]
+    p = ceiling.LAWS["svt4"][0](answers)
+    seen = np.bincount(_first_above(cat.svt4(answers, np.random.default_rng(14), 200_000)),
+                       minlength=len(p))
+    assert stats.chisquare(seen, 200_000 * p).pvalue > 1e-4
+
+
 def test_rnm1_law_matches_the_catalogues_report_noisy_max() -> None:
     """Chi-square on 200,000 runs per world of a pair; fails with probability 1e-4 per world."""
     rng = np.random.default_rng(12)

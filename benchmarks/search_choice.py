@@ -1,0 +1,155 @@
+"""How often the pair search picks the best witness: its rules replayed on exact laws.
+
+The black-box audit's pair search (``dpverify.checks.audit.blackbox``) draws runs of every
+candidate pair, keeps two finalists by what their tests anticipate, gives them the rest of
+the search budget and counts the chosen test on fresh runs. On SVT and report noisy max the
+output is one of a few outcomes whose law is known exactly (``benchmarks/ceiling.py``), so
+what the search sees of a pair is a multinomial draw of outcome counts, and the
+``histogram`` table it fits is those counts' log-ratios. This script replays the search's
+rules on such draws (two-fold cross-fitted tables, ranking through dpverify's own
+anticipation, the conditional and Clopper-Pearson bounds), a few hundred seeds a minute
+where an audit of the law stand-ins takes a minute a seed, and compares rules: finalists
+chosen by pessimistic or by point estimates (the audit's rule), and, as what more runs
+would buy, up to two race rounds (each as large as the finalists' second round, given
+while the leading pair's pessimistic anticipation does not beat the other's point
+estimate).
+
+Run: ``python benchmarks/search_choice.py --row svt2 --runs 10000000 --seeds 300``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+from ceiling import LAWS  # beside this script
+
+from algorithms.catalogue import EPSILON
+from dpverify.checks.audit.blackbox import DEFAULT_SPLITS, FINALISTS, TABLE_LEVEL
+from dpverify.core.data import QUERY_PATTERNS, far_distance, query_pair
+from dpverify.stats.score_audit import CLOPPER_PEARSON_FAMILY
+from dpverify.stats.selection import POINT_LEVEL, Counts, Tails
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A search rule: finalists by point estimates (else pessimistic ones), race rounds."""
+
+    point_halving: bool
+    race_rounds: int
+
+    @property
+    def name(self) -> str:
+        return f"{'point' if self.point_halving else 'pessimistic'} halving, " \
+               f"{self.race_rounds} race round(s)"
+
+
+@dataclass(frozen=True)
+class Best:
+    """A table's best test: its anticipations, and the event it counts."""
+
+    pessimistic: float
+    point: float
+    sign: float
+    threshold: float
+    statistic: object
+    orientation: str
+
+
+def table_scores(c_D: np.ndarray, c_Dp: np.ndarray) -> np.ndarray:
+    """The ``histogram`` distinguisher's score of each outcome (its smoothed log-ratio)."""
+    return np.log((c_D + 0.5) / c_D.sum()) - np.log((c_Dp + 0.5) / c_Dp.sum())
+
+
+def best_test(c_D: np.ndarray, c_Dp: np.ndarray, n_test: int, alpha: float,
+              rng: np.random.Generator) -> Best:
+    """The best test of a pair's table, ranked as the search ranks it: each half of the
+    runs scored by the table of the other, pessimistic rates first, point estimates next."""
+    half_D, half_Dp = rng.binomial(c_D, 0.5), rng.binomial(c_Dp, 0.5)
+    halves = [(half_D, half_Dp), (c_D - half_D, c_Dp - half_Dp)]
+    scores = [table_scores(*halves[1]), table_scores(*halves[0])]
+    best = None
+    for sign in (1.0, -1.0):
+        th = np.unique(np.concatenate([sign * scores[0], sign * scores[1]]))
+        a1, a0 = (np.array([sum(halves[h][w][sign * scores[h] >= t].sum() for h in (0, 1))
+                            for t in th], float) for w in (0, 1))
+        tails = Tails(a1, int(c_D.sum()), a0, int(c_Dp.sum()), n_test, n_test)
+        for st in CLOPPER_PEARSON_FAMILY:
+            pess = st.anticipate(tails, delta=0.0, alpha=alpha, level=TABLE_LEVEL)
+            point = st.anticipate(tails, delta=0.0, alpha=alpha, level=POINT_LEVEL)
+            for o, r, f in zip(st.orientations, pess, point, strict=True):
+                j = int(np.lexsort((-f, -r))[0])
+                cand = Best(float(r[j]), float(f[j]), sign, float(th[j]), st, o)
+                if best is None or (cand.pessimistic, cand.point) > (best.pessimistic,
+                                                                     best.point):
+                    best = cand
+    assert best is not None
+    return best
+
+
+def search(laws: dict[str, tuple[np.ndarray, np.ndarray]], runs: int, rule: Rule,
+           alpha: float, seed: int) -> tuple[str, float, int, list[str]]:
+    """One audit's search and test: (witness, its bound, race rounds run, finalists)."""
+    rng = np.random.default_rng(seed)
+    n_fit, n_sel = (int(runs * f) for f in DEFAULT_SPLITS[:2])
+    n_test, budget = runs - n_fit - n_sel, n_fit + n_sel
+    first, names = budget // 2, list(laws)
+    extra = (budget - first) * len(names) // FINALISTS
+    counts = {n: [rng.multinomial(first, w) for w in laws[n]] for n in names}
+    tests = {n: best_test(*counts[n], n_test, 0.05, rng) for n in names}
+    key = (lambda n: tests[n].point) if rule.point_halving else (
+        lambda n: tests[n].pessimistic)
+    finalists = sorted(names, key=lambda n: -key(n))[:FINALISTS]
+    rounds = -1
+    while True:
+        rounds += 1
+        for n in finalists:
+            counts[n] = [c + rng.multinomial(extra, w) for c, w in zip(counts[n], laws[n],
+                                                                       strict=True)]
+        tests = {n: best_test(*counts[n], n_test, alpha, rng) for n in finalists}
+        lead = max(finalists, key=lambda n: (tests[n].pessimistic, tests[n].point))
+        rival = max(tests[n].point for n in finalists if n != lead)
+        if rounds == rule.race_rounds or tests[lead].pessimistic >= rival:
+            break
+    t, (p, q) = tests[lead], laws[lead]
+    event = t.sign * table_scores(*counts[lead]) >= t.threshold
+    tp, fp = rng.binomial(n_test, p[event].sum()), rng.binomial(n_test, q[event].sum())
+    eps, _ = t.statistic.bound(Counts(int(tp), n_test, int(fp), n_test, t.orientation),
+                               delta=0.0, alpha=alpha)
+    return lead, eps, rounds, finalists
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--row", default="svt2", choices=sorted(LAWS))
+    ap.add_argument("--runs", type=int, default=10**7, help="the audit's trials")
+    ap.add_argument("--seeds", type=int, default=300)
+    ap.add_argument("--confidence", type=float, default=0.9)
+    ap.add_argument("--reference", type=float, default=0.0859,
+                    help="a bound to count the seeds reaching (DP-Sniper's for SVT2)")
+    args = ap.parse_args(argv)
+    law, k = LAWS[args.row]
+    laws = {}
+    for name in QUERY_PATTERNS:
+        a, b = query_pair(name, k, far=far_distance(EPSILON))
+        laws[name] = (law(a), law(b))
+    print(f"{args.row}, {args.runs:.3g} runs per dataset, {args.seeds} seeds, confidence "
+          f"{args.confidence}")
+    for rule in (Rule(False, 0), Rule(True, 0), Rule(True, 1), Rule(True, 2)):
+        out = [search(laws, args.runs, rule, 1 - args.confidence, s)
+               for s in range(args.seeds)]
+        eps = np.array([o[1] for o in out])
+        chosen = Counter(o[0] for o in out).most_common(3)
+        final = Counter(n for o in out for n in o[3]).most_common(3)
+        print(f"  {rule.name}: mean bound {eps.mean():.4f}, >= {args.reference} on "
+              f"{np.mean(eps >= args.reference):.2f} of seeds, > {EPSILON} on "
+              f"{np.mean(eps > EPSILON):.2f}, race rounds {np.mean([o[2] for o in out]):.2f}"
+              f" on average\n    witnesses {chosen}\n    finalists {final}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
