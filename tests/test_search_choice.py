@@ -1,0 +1,43 @@
+"""``benchmarks/search_choice.py`` replays the audit's pair search on exact outcome laws."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from algorithms.catalogue import EPSILON
+from dpverify.checks.audit.blackbox import FINALISTS
+from dpverify.core.data import QUERY_PATTERNS, far_distance, query_pair
+
+_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, _DIR / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+ceiling = _load("ceiling")
+choice = _load("search_choice")
+
+
+def test_a_replayed_search_chooses_among_its_finalists() -> None:
+    law, k = ceiling.LAWS["svt2"]
+    laws = {n: tuple(law(x) for x in query_pair(n, k, far=far_distance(EPSILON)))
+            for n in QUERY_PATTERNS}
+    for seed, rule in enumerate((choice.Rule(True, 0), choice.Rule(False, 0),
+                                 choice.Rule(True, 2))):
+        witness, eps, rounds, finalists = choice.search(laws, 200_000, rule, 0.1, seed)
+        assert len(finalists) == FINALISTS and witness in finalists
+        assert 0 <= rounds <= rule.race_rounds and np.isfinite(eps) and eps >= 0.0
+
+
+def test_the_table_scores_are_the_histograms_log_ratios() -> None:
+    s = choice.table_scores(np.array([30, 10]), np.array([10, 30]))
+    assert s[0] > 0 > s[1] and np.isclose(s[0], -s[1])
