@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
+import pytest
 from scipy import stats
 
 from algorithms import catalogue as cat
@@ -35,21 +36,15 @@ def test_outcome_law_matches_the_catalogues_svt1() -> None:
         assert stats.chisquare(seen, 200_000 * p).pvalue > 1e-4
 
 
-def test_svt2_law_at_its_threshold_matches_the_catalogues_svt2() -> None:
-    """Chi-square on 200,000 runs of one world; fails with probability 1e-4."""
-    answers = query_pair("half_half", cat.SVT_QUERIES)[1]
-    p = ceiling.LAWS["svt2"][0](answers)
-    seen = np.bincount(_first_above(cat.svt2(answers, np.random.default_rng(13), 200_000)),
-                       minlength=len(p))
-    assert stats.chisquare(seen, 200_000 * p).pvalue > 1e-4
-
-
-def test_svt4_law_matches_the_catalogues_svt4() -> None:
-    """Chi-square on 200,000 runs of one world; fails with probability 1e-4."""
-    answers = query_pair("x_shape", cat.SVT_QUERIES)[0]
-    p = ceiling.LAWS["svt4"][0](answers)
-    seen = np.bincount(_first_above(cat.svt4(answers, np.random.default_rng(14), 200_000)),
-                       minlength=len(p))
+@pytest.mark.parametrize("row, pattern, world, seed",
+                         [("svt2", "half_half", 1, 13), ("svt4", "x_shape", 0, 14)])
+def test_svt2_and_svt4_laws_match_the_catalogues(row: str, pattern: str, world: int,
+                                                  seed: int) -> None:
+    """Chi-square on 200,000 runs of one world; fails with probability 1e-4 per row."""
+    answers = query_pair(pattern, cat.SVT_QUERIES)[world]
+    p = ceiling.LAWS[row][0](answers)
+    out = getattr(cat, row)(answers, np.random.default_rng(seed), 200_000)
+    seen = np.bincount(_first_above(out), minlength=len(p))
     assert stats.chisquare(seen, 200_000 * p).pvalue > 1e-4
 
 
