@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from ceiling import LAWS  # beside this script
@@ -49,7 +49,8 @@ class Rule:
 
 @dataclass(frozen=True)
 class Best:
-    """A table's best test: its anticipations, and the event it counts."""
+    """A table's best test: its anticipations, the event it counts, and the table's promise
+    (the best point anticipation of its planned tests, what halving reads)."""
 
     pessimistic: float
     point: float
@@ -57,6 +58,7 @@ class Best:
     threshold: float
     statistic: object
     orientation: str
+    promise: float = 0.0
 
 
 def table_scores(c_D: np.ndarray, c_Dp: np.ndarray) -> np.ndarray:
@@ -71,7 +73,7 @@ def best_test(c_D: np.ndarray, c_Dp: np.ndarray, n_test: int, alpha: float,
     half_D, half_Dp = rng.binomial(c_D, 0.5), rng.binomial(c_Dp, 0.5)
     halves = [(half_D, half_Dp), (c_D - half_D, c_Dp - half_Dp)]
     scores = [table_scores(*halves[1]), table_scores(*halves[0])]
-    best = None
+    best, promise = None, -np.inf
     for sign in (1.0, -1.0):
         th = np.unique(np.concatenate([sign * scores[0], sign * scores[1]]))
         a1, a0 = (np.array([sum(halves[h][w][sign * scores[h] >= t].sum() for h in (0, 1))
@@ -83,11 +85,12 @@ def best_test(c_D: np.ndarray, c_Dp: np.ndarray, n_test: int, alpha: float,
             for o, r, f in zip(st.orientations, pess, point, strict=True):
                 j = int(np.lexsort((-f, -r))[0])
                 cand = Best(float(r[j]), float(f[j]), sign, float(th[j]), st, o)
+                promise = max(promise, cand.point)
                 if best is None or (cand.pessimistic, cand.point) > (best.pessimistic,
                                                                      best.point):
                     best = cand
     assert best is not None
-    return best
+    return replace(best, promise=promise)
 
 
 def search(laws: dict[str, tuple[np.ndarray, np.ndarray]], runs: int, rule: Rule,
@@ -100,7 +103,7 @@ def search(laws: dict[str, tuple[np.ndarray, np.ndarray]], runs: int, rule: Rule
     extra = (budget - first) * len(names) // FINALISTS
     counts = {n: [rng.multinomial(first, w) for w in laws[n]] for n in names}
     tests = {n: best_test(*counts[n], n_test, 0.05, rng) for n in names}
-    key = (lambda n: tests[n].point) if rule.point_halving else (
+    key = (lambda n: tests[n].promise) if rule.point_halving else (
         lambda n: tests[n].pessimistic)
     finalists = sorted(names, key=lambda n: -key(n))[:FINALISTS]
     rounds = -1
