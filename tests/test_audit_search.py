@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from dpverify.checks.audit import BlackBoxOptions, audit_blackbox
+from dpverify.checks.audit.blackbox import FINALISTS
 from dpverify.checks.audit.targets import make_pairs, prepare
 from dpverify.cli.app import main
 from dpverify.core.errors import InputError
@@ -68,6 +69,10 @@ def test_query_targets_get_vectors_and_a_search_by_default(user_mod: str) -> Non
         trials=4000, distinguisher="histogram"))
     assert r.details["pair"] in labels and r.evidence["witness"]["D"] is not None
     assert r.details["runs_total"] < 2 * 4000 * 8  # the search spends less than full audits
+    # The finalists' first-ranked tests, and the witness the one of the best point estimate.
+    finalists = r.evidence["search"]
+    assert len(finalists) == FINALISTS
+    assert r.details["pair"] == max(finalists, key=lambda f: f["fallback"])["pair"]
 
 
 def test_undeclared_callables_take_queries_from_params(user_mod: str) -> None:
