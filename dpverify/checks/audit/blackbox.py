@@ -8,8 +8,8 @@ The auditor sees only what the target returns. Runs are drawn in seeded blocks
    classifier, a table of output patterns) and score the selection runs; every (pair,
    distinguisher, event, orientation, statistic) is ranked by the bound it would give on
    the test runs (:mod:`dpverify.stats.selection`);
-2. *test*: the witness is the pair whose tests promise most from point estimates, and its
-   test the one ranked first; fresh runs of the witness (the test fraction) are scored by
+2. *test*: the witness is the pair whose first-ranked test promises most from point
+   estimates, and its test that one; fresh runs of the witness (the test fraction) are scored by
    the chosen distinguisher and counted once; exact binomial statistics on those counts
    give epsilon (:mod:`dpverify.stats.audit_bounds`).
 
