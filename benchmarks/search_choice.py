@@ -28,6 +28,7 @@ from ceiling import LAWS, ceiling  # beside this script
 
 from algorithms.catalogue import EPSILON
 from dpverify.checks.audit.blackbox import DEFAULT_SPLITS, FINALISTS, TABLE_LEVEL
+from dpverify.checks.audit.distinguishers import smoothed_log_ratio
 from dpverify.core.data import QUERY_PATTERNS, far_distance, query_pair
 from dpverify.stats.score_audit import CLOPPER_PEARSON_FAMILY
 from dpverify.stats.selection import POINT_LEVEL, Counts, Tails
@@ -64,18 +65,13 @@ class Best:
     promise: float = 0.0
 
 
-def table_scores(c_D: np.ndarray, c_Dp: np.ndarray) -> np.ndarray:
-    """The ``histogram`` distinguisher's score of each outcome (its smoothed log-ratio)."""
-    return np.log((c_D + 0.5) / c_D.sum()) - np.log((c_Dp + 0.5) / c_Dp.sum())
-
-
 def best_test(c_D: np.ndarray, c_Dp: np.ndarray, n_test: int, alpha: float,
               rng: np.random.Generator) -> Best:
     """The best test of a pair's table, ranked as the search ranks it: each half of the
     runs scored by the table of the other, pessimistic rates first, point estimates next."""
     half_D, half_Dp = rng.binomial(c_D, 0.5), rng.binomial(c_Dp, 0.5)
     halves = [(half_D, half_Dp), (c_D - half_D, c_Dp - half_Dp)]
-    scores = [table_scores(*halves[1]), table_scores(*halves[0])]
+    scores = [smoothed_log_ratio(*halves[1]), smoothed_log_ratio(*halves[0])]
     best, promise = None, -np.inf
     for sign in (1.0, -1.0):
         th = np.unique(np.concatenate([sign * scores[0], sign * scores[1]]))
@@ -116,7 +112,7 @@ def search(laws: dict[str, tuple[np.ndarray, np.ndarray]], runs: int, rule: Rule
     lead = max(finalists, key=(lambda n: tests[n].point) if rule.point_witness else (
         lambda n: (tests[n].pessimistic, tests[n].point)))
     t, (p, q) = tests[lead], laws[lead]
-    event = t.sign * table_scores(*counts[lead]) >= t.threshold
+    event = t.sign * smoothed_log_ratio(*counts[lead]) >= t.threshold
     tp, fp = rng.binomial(n_test, p[event].sum()), rng.binomial(n_test, q[event].sum())
     eps, _ = t.statistic.bound(Counts(int(tp), n_test, int(fp), n_test, t.orientation),
                                delta=0.0, alpha=alpha)

@@ -10,6 +10,7 @@ import numpy as np
 
 from algorithms.catalogue import EPSILON
 from dpverify.checks.audit.blackbox import FINALISTS
+from dpverify.checks.audit.distinguishers import resolve_distinguishers, smoothed_log_ratio
 from dpverify.core.data import QUERY_PATTERNS, far_distance, query_pair
 
 _DIR = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -38,6 +39,10 @@ def test_a_replayed_search_chooses_among_its_finalists() -> None:
     assert choice.RULES[-1] == choice.Rule(FINALISTS, True, True)  # the audit's own
 
 
-def test_the_table_scores_are_the_histograms_log_ratios() -> None:
-    s = choice.table_scores(np.array([30, 10]), np.array([10, 30]))
-    assert s[0] > 0 > s[1] and np.isclose(s[0], -s[1])
+def test_the_replayed_table_scores_outcomes_as_the_histogram_distinguisher_does() -> None:
+    rng = np.random.default_rng(3)
+    out_D, out_Dp = rng.choice(3, (400, 1), p=[0.6, 0.3, 0.1]), rng.choice(3, (400, 1))
+    [(_, fit)] = resolve_distinguishers("histogram")
+    scorer = fit(out_D.astype(float), out_Dp.astype(float), rng)
+    counts = [np.bincount(o[:, 0], minlength=3) for o in (out_D, out_Dp)]
+    assert np.allclose(scorer(np.arange(3.0)[:, None]), smoothed_log_ratio(*counts))

@@ -310,9 +310,22 @@ def _bit_keys(X: np.ndarray, bits: int, f32: np.ndarray) -> np.ndarray:
 def _table(kp: np.ndarray, kn: np.ndarray, pseudo: float) -> tuple[np.ndarray, np.ndarray]:
     """Sorted keys and the smoothed log ratio of their frequencies among pos and neg."""
     keys, inv = np.unique(np.concatenate([kp, kn]), return_inverse=True)
-    cp = np.bincount(inv[: len(kp)], minlength=len(keys)).astype(float)
-    cn = np.bincount(inv[len(kp):], minlength=len(keys)).astype(float)
-    return keys, np.log((cp + pseudo) / len(kp)) - np.log((cn + pseudo) / len(kn))
+    cp = np.bincount(inv[: len(kp)], minlength=len(keys))
+    cn = np.bincount(inv[len(kp):], minlength=len(keys))
+    return keys, smoothed_log_ratio(cp, cn, pseudo)
+
+
+def smoothed_log_ratio(c_pos: np.ndarray, c_neg: np.ndarray, pseudo: float = 0.5) -> np.ndarray:
+    """Each outcome's log ratio of its frequencies on D and D', counts kept off 0 by
+    ``pseudo``: the score a table of outcomes gives (``histogram``, ``lowbits``, ...).
+
+    Examples
+    --------
+    >>> smoothed_log_ratio(np.array([30, 10]), np.array([10, 30])).round(3).tolist()
+    [1.066, -1.066]
+    """
+    c_pos, c_neg = np.asarray(c_pos, float), np.asarray(c_neg, float)
+    return np.log((c_pos + pseudo) / c_pos.sum()) - np.log((c_neg + pseudo) / c_neg.sum())
 
 
 def _lookup(keys: np.ndarray, table: np.ndarray, k: np.ndarray) -> np.ndarray:
