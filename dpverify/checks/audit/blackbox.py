@@ -316,8 +316,10 @@ def _promise(ranked: list[selection.PlannedTest], cands: list[Candidate], *,
     best: dict[int, float] = {}
     for p in ranked:  # best first
         pi = cands[p.candidate].pair
-        best[pi] = max(best.get(pi, -np.inf), p.fallback) if explore else best.get(
-            pi, p.fallback)
+        if explore:
+            best[pi] = max(best.get(pi, -np.inf), p.fallback)
+        else:
+            best.setdefault(pi, p.fallback)
     return best
 
 
@@ -418,7 +420,7 @@ def _choose_and_count(run: _Run, cands: list[Candidate], bound: Any, alpha: floa
     if not run.ranked:
         run.ranked = ranked
     promise = _promise(ranked, cands, explore=False)
-    witness = max(promise, key=lambda pi: promise[pi])
+    witness = max(promise, key=promise.__getitem__)
     plans = [p for p in ranked if cands[p.candidate].pair == witness][:top_k]
     results = []
     for plan in plans:
