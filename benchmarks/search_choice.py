@@ -31,7 +31,7 @@ from dpverify.checks.audit.blackbox import DEFAULT_SPLITS, FINALISTS, TABLE_LEVE
 from dpverify.checks.audit.distinguishers import smoothed_log_ratio
 from dpverify.core.data import QUERY_PATTERNS, far_distance, query_pair
 from dpverify.stats.score_audit import CLOPPER_PEARSON_FAMILY
-from dpverify.stats.selection import POINT_LEVEL, Counts, Tails
+from dpverify.stats.selection import POINT_LEVEL, Counts, Tails, variants_of
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def best_test(c_D: np.ndarray, c_Dp: np.ndarray, n_test: int, alpha: float,
         a1, a0 = (np.array([sum(halves[h][w][sign * scores[h] >= t].sum() for h in (0, 1))
                             for t in th], float) for w in (0, 1))
         tails = Tails(a1, int(c_D.sum()), a0, int(c_Dp.sum()), n_test, n_test)
-        for st in CLOPPER_PEARSON_FAMILY:
+        for st in variants_of(CLOPPER_PEARSON_FAMILY):
             pess = st.anticipate(tails, delta=0.0, alpha=alpha, level=TABLE_LEVEL)
             point = st.anticipate(tails, delta=0.0, alpha=alpha, level=POINT_LEVEL)
             for o, r, f in zip(st.orientations, pess, point, strict=True):

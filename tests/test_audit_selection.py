@@ -112,7 +112,7 @@ def test_binormal_smoothing_finds_the_far_tail() -> None:
                                   stats.tail_counts(ln, th), ln.size) is None
     plan = selection.plan_tests([selection.Selection("g", pos, neg, 10**6, 10**6)],
                                 CLOPPER_PEARSON_FAMILY, delta=1e-5, alpha=0.05)[0]
-    assert plan.statistic == Conditional() and abs(plan.threshold) > 2.5
+    assert plan.statistic.name == "conditional" and abs(plan.threshold) > 2.5
 
 
 def test_evidence_is_kept_when_no_pessimistic_bound_is_positive() -> None:
@@ -124,6 +124,35 @@ def test_evidence_is_kept_when_no_pessimistic_bound_is_positive() -> None:
     ranked = selection.rank_tests([null, sig], CLOPPER_PEARSON_FAMILY, delta=0.0, alpha=0.05)
     assert ranked[0].anticipated == 0.0 and ranked[0].candidate == 1
     assert ranked[0].fallback > 0.5
+
+
+def _indicator(k: int, m: int) -> np.ndarray:
+    return np.r_[np.ones(k), np.zeros(m - k)]
+
+
+def test_the_share_of_alpha_on_the_rate_is_chosen_per_test() -> None:
+    """Near epsilon = 0.1 the rate p0 weighs little and a small share of alpha wins; near
+    epsilon = 5 on a rare event (psi p0 large) the largest. Each event is planned once, at
+    its best share, and its bound is that variant's."""
+    small = selection.Selection("small", _indicator(11500, 10**6), _indicator(10000, 10**6),
+                                10**7, 10**7)
+    large = selection.Selection("large", _indicator(1480, 10**4), _indicator(10, 10**4),
+                                10**4, 10**4)
+    shares = []
+    for s in (small, large):
+        ranked = selection.rank_tests([s], CLOPPER_PEARSON_FAMILY, delta=0.0, alpha=0.05)
+        events = [(p.sign, p.threshold, p.orientation, p.statistic.name) for p in ranked]
+        assert len(events) == len(set(events))
+        shares.append(ranked[0].statistic.rate_share)
+    assert shares[0] < stats.RATE_SHARE == shares[1]
+    plan = selection.plan_tests([small], CLOPPER_PEARSON_FAMILY, delta=0.0, alpha=0.05)[0]
+    r = selection.bound_planned(plan, _indicator(11500, 10**6), _indicator(10000, 10**6),
+                                delta=0.0, alpha=0.05, label="small")
+    assert r.rate_share == plan.statistic.rate_share
+    assert r.epsilon == pytest.approx(stats.epsilon_lower_bound_conditional(
+        11500, 10**6, 10000, 10**6, 0.0, 0.05, r.rate_share))
+    with pytest.raises(InputError, match="rate_share"):
+        Conditional(1.5)
 
 
 def test_bad_arguments_are_refused() -> None:

@@ -180,6 +180,12 @@ def odds_ratio_lower_bound(k1: int, n1: int, k0: int, n0: int, alpha: float) -> 
 # Share of alpha spent bounding the rate on the other world (the rest bounds the odds
 # ratio): the conversion from odds to rate ratio needs that rate only to first order.
 RATE_SHARE = 0.1
+# The shares a selection split chooses among, per test. The rate p0 enters log R through
+# log(1 - p0 + psi p0), whose slope in p0 is about psi - 1: near epsilon = 0.1 its error
+# weighs a tenth of the odds ratio's, and 0.1 of alpha overpays (the odds-ratio quantile
+# moves from z_0.09 to z_0.099, about 4% of its error); where psi p0 is large (epsilon
+# 3 to 6 on rates of 10^-3 to 10^-2) 0.1 is the best of the three.
+RATE_SHARES = (0.1, 0.01, 0.001)
 
 
 def epsilon_lower_bound_conditional(
@@ -447,6 +453,7 @@ class ThresholdBound:
     # conditional one, which world the event was evidence for ("both" for a rectangle).
     statistic: str = "clopper_pearson"
     orientation: str = "both"
+    rate_share: float | None = None  # the conditional bound's share of alpha on p0
     # The event's direction (-1: "score <= -threshold"), which candidate it was, and the
     # source of the statistic.
     sign: float = 1.0

@@ -92,23 +92,47 @@ class Conditional:
     by :func:`~dpverify.stats.audit_bounds.epsilon_lower_bound_conditional`: the two rates'
     errors add in quadrature, not linearly as in a rectangle. One orientation per test:
     ``"D"`` (the event is evidence for D) or ``"D'"`` (its complement for D').
+    ``rate_share`` is the share of alpha spent on the other world's rate; left ``None``,
+    a selection split chooses it per test among
+    :data:`~dpverify.stats.audit_bounds.RATE_SHARES` (see :meth:`variants`), and a test
+    fixed in advance spends :data:`~dpverify.stats.audit_bounds.RATE_SHARE`.
 
     Examples
     --------
     >>> round(Conditional().bound(Counts(600, 1000, 300, 1000, "D"), delta=0.0,
     ...                           alpha=0.05)[0], 3)
     0.577
+    >>> small = Counts(11000, 10**6, 10000, 10**6, "D")  # epsilon near 0.1: p0 weighs little
+    >>> [round(Conditional(s).bound(small, delta=0.0, alpha=0.1)[0], 4) for s in (0.1, 0.01)]
+    [0.0768, 0.0775]
     """
 
+    rate_share: float | None = None
     name: ClassVar[str] = "conditional"
     family: ClassVar[str] = "cp"
     orientations: ClassVar[tuple[str, ...]] = ("D", "D'")
     citation: ClassVar[str] = "Cornfield 1956 (conditional odds-ratio bound)"
 
+    def __post_init__(self) -> None:
+        if self.rate_share is not None and not 0.0 < self.rate_share < 1.0:
+            raise InputError(f"Conditional: rate_share must lie in (0, 1), got "
+                             f"{self.rate_share!r}")
+
+    @property
+    def share(self) -> float:
+        return ab.RATE_SHARE if self.rate_share is None else float(self.rate_share)
+
+    def variants(self) -> tuple[Conditional, ...]:
+        """One statistic per share of alpha a selection split may choose (this one alone
+        where the share is set)."""
+        if self.rate_share is not None:
+            return (self,)
+        return tuple(Conditional(s) for s in ab.RATE_SHARES)
+
     def anticipate(self, tails: Tails, *, delta: float, alpha: float,
                    level: float) -> tuple[np.ndarray, ...]:
         t = tails
-        kw = {"delta": delta, "alpha": alpha, "level": level}
+        kw = {"delta": delta, "alpha": alpha, "level": level, "rate_share": self.share}
         return (sel.anticipate_conditional(t.a1, t.n1, t.a0, t.n0, (t.n1_test, t.n0_test),
                                            **kw),
                 sel.anticipate_conditional(t.n0 - t.a0, t.n0, t.n1 - t.a1, t.n1,
@@ -119,11 +143,11 @@ class Conditional:
         c = counts
         if c.orientation == "D":
             return ab.epsilon_lower_bound_conditional(c.tp, c.n_pos, c.fp, c.n_neg, delta,
-                                                      alpha), None
+                                                      alpha, self.share), None
         if c.orientation == "D'":
             return ab.epsilon_lower_bound_conditional(c.n_neg - c.fp, c.n_neg,
                                                       c.n_pos - c.tp, c.n_pos, delta,
-                                                      alpha), None
+                                                      alpha, self.share), None
         raise InputError(f"the conditional bound reads one orientation, 'D' or \"D'\"; got "
                          f"{c.orientation!r}")
 

@@ -146,16 +146,15 @@ def _rate(k: np.ndarray, n: int, level: float, side: str, *, raw: bool = False) 
 
 
 @functools.lru_cache(maxsize=64)
-def _quantiles(alpha: float, approximate: bool) -> tuple[float, float]:
+def _quantiles(alpha: float, approximate: bool, share: float) -> tuple[float, float]:
     """The normal quantiles of the conditional bound's two shares of ``alpha``."""
-    side = stats.RATE_SHARE * alpha / (2.0 if approximate else 1.0)
-    return (float(sstats.norm.isf((1.0 - stats.RATE_SHARE) * alpha)),
-            float(sstats.norm.isf(side)))
+    side = share * alpha / (2.0 if approximate else 1.0)
+    return float(sstats.norm.isf((1.0 - share) * alpha)), float(sstats.norm.isf(side))
 
 
 def anticipate_conditional(x1: np.ndarray, m1: int, x0: np.ndarray, m0: int,
                            test: tuple[int, int], *, delta: float, alpha: float,
-                           level: float) -> np.ndarray:
+                           level: float, rate_share: float = stats.RATE_SHARE) -> np.ndarray:
     """The conditional bound an event anticipates on a test split of sizes ``test``.
 
     ``x1`` of ``m1`` selection runs on the world the event is evidence for fell in it,
@@ -164,7 +163,7 @@ def anticipate_conditional(x1: np.ndarray, m1: int, x0: np.ndarray, m0: int,
     low, p0 high, and p0 low where delta / p0 enters: with delta > 0 a rate that may be 0
     proves nothing) and put through the normal approximation of
     :func:`dpverify.stats.audit_bounds.epsilon_lower_bound_conditional` (Woolf's standard error
-    of the log odds ratio).
+    of the log odds ratio), with ``rate_share`` of ``alpha`` on the rate p0.
 
     Examples
     --------
@@ -177,7 +176,7 @@ def anticipate_conditional(x1: np.ndarray, m1: int, x0: np.ndarray, m0: int,
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         p1 = np.clip(_rate(x1, m1, level, "lower"), 0.0, 1.0)
         p0 = np.clip(_rate(x0, m0, level, "upper"), 0.0, 1.0)
-        z1, z2 = _quantiles(alpha, delta > 0)
+        z1, z2 = _quantiles(alpha, delta > 0, rate_share)
         log_psi = np.log(p1) + np.log1p(-p0) - np.log(p0) - np.log1p(-p1)
         se = np.sqrt(1 / (n1 * p1) + 1 / (n1 * (1 - p1)) + 1 / (n0 * p0) + 1 / (n0 * (1 - p0)))
         psi = np.exp(log_psi - z1 * se)
@@ -294,6 +293,25 @@ def thresholds_and_counts(pos: np.ndarray, neg: np.ndarray
     return th, stats.tail_counts(sp, th), stats.tail_counts(sn, th)
 
 
+def variants_of(statistics: Sequence[CountStatistic]) -> list[CountStatistic]:
+    """Every statistic as the selection ranks it: one with constants left to the selection
+    split (the conditional bound's share of alpha) offers a variant per setting, and each
+    test keeps the variant it anticipates most from, at no cost in validity (the choice is
+    made before the test's counts are seen).
+
+    Examples
+    --------
+    >>> from dpverify.stats.score_audit import CLOPPER_PEARSON_FAMILY
+    >>> [getattr(s, "rate_share", None) for s in variants_of(CLOPPER_PEARSON_FAMILY)]
+    [0.1, 0.01, 0.001, None]
+    """
+    out: list[CountStatistic] = []
+    for st in statistics:
+        variants = getattr(st, "variants", None)
+        out.extend(variants() if callable(variants) else (st,))
+    return out
+
+
 def _anticipations(s: Selection, sign: float, statistics: Sequence[CountStatistic], *,
                    delta: float, alpha: float, level: float, smooth: bool
                    ) -> list[tuple[Any, str, np.ndarray, np.ndarray, np.ndarray]]:
@@ -319,7 +337,7 @@ def _anticipations(s: Selection, sign: float, statistics: Sequence[CountStatisti
         level = SMOOTH_LEVEL
     tails = Tails(a1, n1, a0, n0, s.n_pos_test, s.n_neg_test)
     out = []
-    for statistic in statistics:
+    for statistic in variants_of(statistics):
         rank = statistic.anticipate(tails, delta=delta, alpha=alpha, level=level)
         fall = (statistic.anticipate(tails, delta=delta, alpha=alpha, level=POINT_LEVEL)
                 if smooth else rank)
@@ -382,7 +400,15 @@ def rank_tests(selections: Sequence[Selection], statistics: Sequence[CountStatis
                 ranked.extend(PlannedTest(ci, sign, float(th[j]), orient, statistic,
                                           float(ant[j]), float(mild[j])) for j in order[:keep])
     ranked.sort(key=lambda p: (-p.anticipated, -p.fallback) if smooth else -p.anticipated)
-    return ranked
+    # Variants of one statistic on one event are one test, kept at its best variant.
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for p in ranked:
+        key = (p.candidate, p.sign, p.threshold, p.orientation, p.statistic.name)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
 
 
 def bound_planned(test: PlannedTest, pos: np.ndarray, neg: np.ndarray, *, delta: float,
@@ -411,6 +437,7 @@ def bound_planned(test: PlannedTest, pos: np.ndarray, neg: np.ndarray, *, delta:
     name = label + (" (reversed)" if test.sign < 0 else "")
     return stats.ThresholdBound(st.family, eps, mu, test.threshold, tp, fp, n_pos, n_neg,
                                 alpha, name, test.anticipated, statistic=st.name,
+                                rate_share=getattr(st, "rate_share", None),
                                 orientation=test.orientation, sign=test.sign,
                                 candidate=test.candidate,
                                 citation=getattr(st, "citation", ""))
