@@ -10,7 +10,8 @@ ingredients are objects:
   selection what bound a threshold can be expected to give on a test split of a given
   size: :class:`ClopperPearson`, :class:`Conditional`, :class:`GaussianDP`. A new
   statistic is one frozen dataclass with ``name``, ``family``, ``orientations``,
-  ``citation``, ``anticipate`` and ``bound``;
+  ``citation``, ``anticipate`` and ``bound`` (and ``variants``, where a constant of it is
+  better chosen per test on the selection split);
 * a **selection strategy** decides which counts choose the test and which bound it, and
   states why the bound stays valid: :class:`Split` (choose on one part, bound on fresh
   runs) and :class:`Bonferroni` (thresholds fixed in advance, every run counted, a union

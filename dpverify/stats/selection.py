@@ -13,7 +13,8 @@ complement as evidence for D') and two exact statistics for its counts:
   off the same two bounds and copes with a rate that may be 0 when delta > 0;
 * ``conditional``: the joint bound of :func:`dpverify.stats.audit_bounds.
   epsilon_lower_bound_conditional`, whose two errors add in quadrature, for one
-  orientation chosen here.
+  orientation chosen here, with the share of alpha it spends on the other world's rate
+  chosen here too (:func:`variants_of`).
 
 :func:`plan_tests` ranks them all on the selection split by the bound each would give on
 a test split of the given sizes, computed from pessimistic selection rates (Clopper-
