@@ -17,8 +17,8 @@ their likelihood ratio) is bounded as dpverify's conditional statistic would bou
 (``epsilon_lower_bound_conditional``, at its best share of alpha) from its expected counts,
 with the event known in advance and all the runs spent on the test: no selection cost, no
 sampling luck. The best over events and patterns is the ceiling a test of that many runs
-reaches on the median draw. It says whether a figure measured elsewhere with more runs (DP-Sniper's
-0.0858 on SVT1 from 2 x 10^8 runs per dataset) is within reach at 10^7.
+reaches on the median draw. It says whether a figure measured elsewhere with more runs
+(DP-Sniper's 0.0858 on SVT1 from 2 x 10^8 runs per dataset) is within reach at 10^7.
 
 Run: ``python benchmarks/ceiling.py --runs 10000000 --confidence 0.9``.
 
