@@ -132,12 +132,9 @@ class Conditional:
 
     def anticipate(self, tails: Tails, *, delta: float, alpha: float,
                    level: float) -> tuple[np.ndarray, ...]:
-        t = tails
         kw = {"delta": delta, "alpha": alpha, "level": level, "rate_share": self.share}
-        return (sel.anticipate_conditional(t.a1, t.n1, t.a0, t.n0, (t.n1_test, t.n0_test),
-                                           **kw),
-                sel.anticipate_conditional(t.n0 - t.a0, t.n0, t.n1 - t.a1, t.n1,
-                                           (t.n0_test, t.n1_test), **kw))
+        return (sel.anticipate_conditional(tails, **kw),
+                sel.anticipate_conditional(tails.complement(), **kw))
 
     def bound(self, counts: Counts, *, delta: float,
               alpha: float) -> tuple[float, float | None]:

@@ -77,6 +77,18 @@ class Tails:
     n1_test: int
     n0_test: int
 
+    def complement(self) -> Tails:
+        """The counts of the complementary event "score < t", with the worlds exchanged:
+        the event as evidence for D' read as this one reads evidence for D.
+
+        Examples
+        --------
+        >>> Tails(np.array([3]), 10, np.array([1]), 10, 100, 200).complement().a1
+        array([9])
+        """
+        return Tails(self.n0 - self.a0, self.n0, self.n1 - self.a1, self.n1, self.n0_test,
+                     self.n1_test)
+
 
 @dataclass(frozen=True)
 class Counts:
@@ -153,14 +165,12 @@ def _quantiles(alpha: float, approximate: bool, share: float) -> tuple[float, fl
     return float(sstats.norm.isf((1.0 - share) * alpha)), float(sstats.norm.isf(side))
 
 
-def anticipate_conditional(x1: np.ndarray, m1: int, x0: np.ndarray, m0: int,
-                           test: tuple[int, int], *, delta: float, alpha: float,
-                           level: float, rate_share: float = stats.RATE_SHARE) -> np.ndarray:
-    """The conditional bound an event anticipates on a test split of sizes ``test``.
+def anticipate_conditional(tails: Tails, *, delta: float, alpha: float, level: float,
+                           rate_share: float = stats.RATE_SHARE) -> np.ndarray:
+    """The conditional bound the event "score >= t" anticipates on the test split, as
+    evidence for D (for D', pass :meth:`Tails.complement`).
 
-    ``x1`` of ``m1`` selection runs on the world the event is evidence for fell in it,
-    ``x0`` of ``m0`` on the other; ``test`` holds the test split's sizes (n1, n0) in the
-    same order. The rates are read pessimistically at ``level`` (p1
+    The rates are read pessimistically at ``level`` (p1
     low, p0 high, and p0 low where delta / p0 enters: with delta > 0 a rate that may be 0
     proves nothing) and put through the normal approximation of
     :func:`dpverify.stats.audit_bounds.epsilon_lower_bound_conditional` (Woolf's standard error
@@ -168,12 +178,13 @@ def anticipate_conditional(x1: np.ndarray, m1: int, x0: np.ndarray, m0: int,
 
     Examples
     --------
-    >>> a = anticipate_conditional(np.array([17, 170]), 10**5, np.array([7, 69]), 10**5,
-    ...                            (10**6, 10**6), delta=1e-5, alpha=0.05, level=0.5)
+    >>> t = Tails(np.array([17, 170]), 10**5, np.array([7, 69]), 10**5, 10**6, 10**6)
+    >>> a = anticipate_conditional(t, delta=1e-5, alpha=0.05, level=0.5)
     >>> bool(0 <= a[0] < a[1] < 1)
     True
     """
-    n1, n0 = test
+    x1, m1, x0, m0 = tails.a1, tails.n1, tails.a0, tails.n0
+    n1, n0 = tails.n1_test, tails.n0_test
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         p1 = np.clip(_rate(x1, m1, level, "lower"), 0.0, 1.0)
         p0 = np.clip(_rate(x0, m0, level, "upper"), 0.0, 1.0)
