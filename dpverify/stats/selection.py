@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -76,6 +76,10 @@ class Tails:
     n0: int
     n1_test: int
     n0_test: int
+    # Every statistic, orientation and variant ranking these counts reads the same few
+    # rates: each is computed once (Clopper-Pearson bounds are most of a ranking's time).
+    _memo: dict[tuple[Any, ...], Any] = field(default_factory=dict, init=False, repr=False,
+                                              compare=False)
 
     def complement(self) -> Tails:
         """The counts of the complementary event "score < t", with the worlds exchanged:
@@ -86,8 +90,25 @@ class Tails:
         >>> Tails(np.array([3]), 10, np.array([1]), 10, 100, 200).complement().a1
         array([9])
         """
-        return Tails(self.n0 - self.a0, self.n0, self.n1 - self.a1, self.n1, self.n0_test,
-                     self.n1_test)
+        if "complement" not in self._memo:
+            self._memo["complement"] = Tails(self.n0 - self.a0, self.n0, self.n1 - self.a1,
+                                             self.n1, self.n0_test, self.n1_test)
+        return self._memo["complement"]
+
+    def rate(self, world: int, level: float, side: str, raw: bool = False) -> np.ndarray:
+        """The event's rate on world 1 (``a1`` of ``n1``) or 0 (``a0`` of ``n0``), read at
+        ``level`` on ``side`` as :func:`_rate` reads it.
+
+        Examples
+        --------
+        >>> Tails(np.array([3]), 10, np.array([1]), 10, 100, 200).rate(1, POINT_LEVEL, "lower")
+        array([0.31818182])
+        """
+        key = (world, level, side, raw)
+        if key not in self._memo:
+            k, n = (self.a1, self.n1) if world == 1 else (self.a0, self.n0)
+            self._memo[key] = _rate(k, n, level, side, raw=raw)
+        return self._memo[key]
 
 
 @dataclass(frozen=True)
@@ -183,19 +204,20 @@ def anticipate_conditional(tails: Tails, *, delta: float, alpha: float, level: f
     >>> bool(0 <= a[0] < a[1] < 1)
     True
     """
-    x1, m1, x0, m0 = tails.a1, tails.n1, tails.a0, tails.n0
     n1, n0 = tails.n1_test, tails.n0_test
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        p1 = np.clip(_rate(x1, m1, level, "lower"), 0.0, 1.0)
-        p0 = np.clip(_rate(x0, m0, level, "upper"), 0.0, 1.0)
+        p1 = np.clip(tails.rate(1, level, "lower"), 0.0, 1.0)
+        p0 = np.clip(tails.rate(0, level, "upper"), 0.0, 1.0)
         z1, z2 = _quantiles(alpha, delta > 0, rate_share)
         log_psi = np.log(p1) + np.log1p(-p0) - np.log(p0) - np.log1p(-p1)
         se = np.sqrt(1 / (n1 * p1) + 1 / (n1 * (1 - p1)) + 1 / (n0 * p0) + 1 / (n0 * (1 - p0)))
         psi = np.exp(log_psi - z1 * se)
         sd0 = np.sqrt(p0 * (1 - p0) / n0)
         p_up = np.minimum(p0 + z2 * sd0, 1.0)
-        low = np.clip(_rate(x0, m0, level, "lower", raw=True), 0.0, 1.0)
-        p_lo = np.maximum(low - z2 * np.sqrt(low * (1 - low) / n0), 0.0) if delta > 0 else 1.0
+        p_lo = 1.0
+        if delta > 0:  # only then does p0's lower bound enter
+            low = np.clip(tails.rate(0, level, "lower", raw=True), 0.0, 1.0)
+            p_lo = np.maximum(low - z2 * np.sqrt(low * (1 - low) / n0), 0.0)
         R = (psi * (1.0 - delta) - delta * (1.0 - p_up) / p_lo) / (1.0 - p_up + psi * p_up)
         eps = np.log(R)
     return np.where(np.isfinite(eps) & (eps > 0), eps, 0.0)
@@ -271,8 +293,9 @@ def anticipate_rectangle(tails: Tails, *, delta: float, alpha: float, level: flo
         u, inv = np.unique(rate, return_inverse=True)
         return np.asarray(stats.clopper_pearson(u * n_test, n_test, alpha / 2, "upper"))[inv]
 
-    fpr = test_upper(_rate(tails.a0, tails.n0, level, "upper"), tails.n0_test)
-    fnr = test_upper(_rate(tails.n1 - tails.a1, tails.n1, level, "upper"), tails.n1_test)
+    fpr = test_upper(tails.rate(0, level, "upper"), tails.n0_test)
+    # The misses on D: the complement's rate on its world 0, which is D.
+    fnr = test_upper(tails.complement().rate(0, level, "upper"), tails.n1_test)
     if gdp:
         return stats.gdp_mu_from_rates(fpr, fnr)
     return stats.epsilon_from_rates(fpr, fnr, delta)
