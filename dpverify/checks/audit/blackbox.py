@@ -9,9 +9,9 @@ The auditor sees only what the target returns. Runs are drawn in seeded blocks
    distinguisher, event, orientation, statistic) is ranked by the bound it would give on
    the test runs (:mod:`dpverify.stats.selection`);
 2. *test*: the witness is the pair whose first-ranked test promises most from point
-   estimates, and its test that one; fresh runs of the witness (the test fraction) are scored by
-   the chosen distinguisher and counted once; exact binomial statistics on those counts
-   give epsilon (:mod:`dpverify.stats.audit_bounds`).
+   estimates, and that test is the one run: fresh runs of the witness (the test fraction)
+   are scored by its distinguisher and counted once; exact binomial statistics on those
+   counts give epsilon (:mod:`dpverify.stats.audit_bounds`).
 
 Since nothing is chosen on the counts that bound it, the bound holds at the stated
 confidence whatever was searched: pairs (StatDP's input patterns for a target taking
