@@ -6,7 +6,7 @@ the search budget, chooses the witness among them and counts its test on fresh r
 and report noisy max the output is one of a few outcomes whose law is known exactly
 (``benchmarks/ceiling.py``), so what the search sees of a pair is a multinomial draw of
 outcome counts, and the ``histogram`` table it fits is those counts' log-ratios. This script
-replays the search's rules on such draws (two-fold cross-fitted tables, ranking through
+replays the search's rules on such draws (tables cross-fitted in folds, ranking through
 dpverify's own anticipation, the conditional and Clopper-Pearson bounds), a few hundred
 seeds a minute where an audit of the law stand-ins takes a minute a seed, and compares
 rules: how many finalists, and whether pairs are compared by their tests' pessimistic or
@@ -27,8 +27,12 @@ import numpy as np
 from ceiling import LAWS, ceiling  # beside this script
 
 from algorithms.catalogue import EPSILON
-from dpverify.checks.audit.blackbox import DEFAULT_SPLITS, FINALISTS, TABLE_LEVEL
-from dpverify.checks.audit.distinguishers import smoothed_log_ratio
+from dpverify.checks.audit.blackbox import DEFAULT_SPLITS, FINALISTS, TABLE_FOLDS, TABLE_LEVEL
+from dpverify.checks.audit.distinguishers import (
+    atom_ranks,
+    crossfitted_ranks,
+    smoothed_log_ratio,
+)
 from dpverify.core.data import QUERY_PATTERNS, far_distance, query_pair
 from dpverify.stats.score_audit import CLOPPER_PEARSON_FAMILY
 from dpverify.stats.selection import POINT_LEVEL, Counts, Tails, variants_of
@@ -43,12 +47,14 @@ class Rule:
     finalists: int
     point_halving: bool
     point_witness: bool
+    folds: int = TABLE_FOLDS
 
     @property
     def name(self) -> str:
         reading = {True: "point", False: "pessimistic"}
         return (f"{self.finalists} finalists by {reading[self.point_halving]} estimates, "
-                f"the witness by {reading[self.point_witness]} ones")
+                f"the witness by {reading[self.point_witness]} ones, tables in "
+                f"{self.folds} folds")
 
 
 @dataclass(frozen=True)
@@ -66,17 +72,19 @@ class Best:
 
 
 def best_test(c_D: np.ndarray, c_Dp: np.ndarray, n_test: int, alpha: float,
-              rng: np.random.Generator) -> Best:
-    """The best test of a pair's table, ranked as the search ranks it: each half of the
-    runs scored by the table of the other, pessimistic rates first, point estimates next."""
-    half_D, half_Dp = rng.binomial(c_D, 0.5), rng.binomial(c_Dp, 0.5)
-    halves = [(half_D, half_Dp), (c_D - half_D, c_Dp - half_Dp)]
-    scores = [smoothed_log_ratio(*halves[1]), smoothed_log_ratio(*halves[0])]
+              rng: np.random.Generator, folds: int) -> Best:
+    """The best test of a pair's table, ranked as the search ranks it: each fold of the
+    runs scored by its atoms' ranks in the table of the other folds, pessimistic rates
+    first, point estimates next."""
+    share = [1.0 / folds] * folds
+    f_D = np.array([rng.multinomial(c, share) for c in c_D]).T  # (folds, atoms)
+    f_Dp = np.array([rng.multinomial(c, share) for c in c_Dp]).T
+    scores = crossfitted_ranks(f_D, f_Dp)
     best, promise = None, -np.inf
     for sign in (1.0, -1.0):
-        th = np.unique(np.concatenate([sign * scores[0], sign * scores[1]]))
-        a1, a0 = (np.array([sum(halves[h][w][sign * scores[h] >= t].sum() for h in (0, 1))
-                            for t in th], float) for w in (0, 1))
+        th = np.unique(sign * scores)
+        a1, a0 = (np.array([f[sign * scores >= t].sum() for t in th], float)
+                  for f in (f_D, f_Dp))
         tails = Tails(a1, int(c_D.sum()), a0, int(c_Dp.sum()), n_test, n_test)
         for st in variants_of(CLOPPER_PEARSON_FAMILY):
             pess = st.anticipate(tails, delta=0.0, alpha=alpha, level=TABLE_LEVEL)
@@ -101,28 +109,28 @@ def search(laws: dict[str, tuple[np.ndarray, np.ndarray]], runs: int, rule: Rule
     first, names = budget // 2, list(laws)
     extra = (budget - first) * len(names) // rule.finalists
     counts = {n: [rng.multinomial(first, w) for w in laws[n]] for n in names}
-    tests = {n: best_test(*counts[n], n_test, 0.05, rng) for n in names}
+    tests = {n: best_test(*counts[n], n_test, 0.05, rng, rule.folds) for n in names}
     key = (lambda n: tests[n].promise) if rule.point_halving else (
         lambda n: tests[n].pessimistic)
     finalists = sorted(names, key=lambda n: -key(n))[:rule.finalists]
     for n in finalists:
         counts[n] = [c + rng.multinomial(extra, w) for c, w in zip(counts[n], laws[n],
                                                                    strict=True)]
-    tests = {n: best_test(*counts[n], n_test, alpha, rng) for n in finalists}
+    tests = {n: best_test(*counts[n], n_test, alpha, rng, rule.folds) for n in finalists}
     lead = max(finalists, key=(lambda n: tests[n].point) if rule.point_witness else (
         lambda n: (tests[n].pessimistic, tests[n].point)))
     t, (p, q) = tests[lead], laws[lead]
-    event = t.sign * smoothed_log_ratio(*counts[lead]) >= t.threshold
+    event = t.sign * atom_ranks(smoothed_log_ratio(*counts[lead])) >= t.threshold
     tp, fp = rng.binomial(n_test, p[event].sum()), rng.binomial(n_test, q[event].sum())
     eps, _ = t.statistic.bound(Counts(int(tp), n_test, int(fp), n_test, t.orientation),
                                delta=0.0, alpha=alpha)
     return lead, eps, finalists
 
 
-# What the audit did before (two finalists, read pessimistically), one change at a time,
-# and the audit's rule (the last).
-RULES = (Rule(2, False, False), Rule(2, True, False), Rule(2, True, True),
-         Rule(FINALISTS, True, True))
+# What the audit did before (two finalists, read pessimistically, tables in halves), one
+# change at a time, and the audit's rule (the last).
+RULES = (Rule(2, False, False, 2), Rule(2, True, False, 2), Rule(2, True, True, 2),
+         Rule(FINALISTS, True, True, 2), Rule(FINALISTS, True, True))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,7 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--confidence", type=float, default=0.9)
     ap.add_argument("--reference", type=float, default=0.0859,
                     help="a bound to count the seeds reaching (DP-Sniper's for SVT2)")
+    ap.add_argument("--rules", default=",".join(str(i) for i in range(len(RULES))),
+                    help="which rules to replay, by position (0: the oldest; "
+                         f"{len(RULES) - 1}: the audit's)")
     args = ap.parse_args(argv)
+    rules = [RULES[int(i)] for i in args.rules.split(",")]
     law, k = LAWS[args.row]
     laws = {}
     for name in QUERY_PATTERNS:
@@ -144,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     alpha = 1 - args.confidence
     best = max(laws, key=lambda n: max(ceiling(*laws[n], args.runs, alpha),
                                        ceiling(*laws[n][::-1], args.runs, alpha)))
-    for rule in RULES:
+    for rule in rules:
         out = [search(laws, args.runs, rule, alpha, s)
                for s in range(args.seeds)]
         eps = np.array([o[1] for o in out])
