@@ -294,7 +294,7 @@ def _search(run: _Run, dists: list[tuple[str, Any]],
 # Pairs kept for the second round of a search (the rest stop after the first). Three
 # rather than two, for the same runs: the best pattern of SVT2 at 10^7 runs reached the
 # final round in 186 of 200 replayed searches, of 148 with two, and the mean bound rose
-# from 0.0855 to 0.0863 (benchmarks/search_choice.py).
+# from 0.0855 to 0.0863 (benchmarks/search_choice.py, with tables in halves).
 FINALISTS = 3
 
 
@@ -365,8 +365,9 @@ def _fit_pair(run: _Run, pi: int, out_D: np.ndarray, out_Dp: np.ndarray,
 
 # A table over few atoms (the patterns of a sparse vector, the index of a noisy max) is
 # cross-fitted in this many folds (distinguishers.crossfit_table). Replayed on the exact
-# laws (benchmarks/search_choice.py, against two folds): SVT2 at 10^7 runs 0.0871 mean
-# bound against 0.0863 (300 seeds), SVT4 at 10^5 flagged on 0.53 of 200 seeds against 0.37.
+# laws (benchmarks/search_choice.py, against halves): SVT2 at 10^7 runs reaches a mean
+# bound of 0.0871 against 0.0864 (300 seeds); SVT4 is flagged on 0.53 of 200 seeds at 10^5
+# runs against 0.41, on 0.78 at 2 x 10^5 against 0.70.
 TABLE_FOLDS = 10
 
 # Cross-fitted table rates are read at this level in ranking: they carry no fitting
