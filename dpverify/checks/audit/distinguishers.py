@@ -21,7 +21,9 @@ Built in:
 * ``histogram``: the empirical likelihood ratio of exact output rows: for discrete
   outputs (the pattern of answers of the sparse vector technique, the index of report-
   noisy-max) the exact test, and for outputs with atoms (a coarse or porous floating-
-  point noise sampler, Mironov 2012).
+  point noise sampler, Mironov 2012). Where the outcomes are few, the black-box audit
+  cross-fits such a table (:func:`crossfit_table`) and scores each outcome by its rank,
+  so that a test's threshold reads "the j most telling outcomes".
 * ``lowbits``: the likelihood ratio of each output's sign, exponent and last mantissa
   bits, read in float32 where every output is a float32, DP-Sniper's bit-pattern
   features: it catches floating-point arithmetic that leaks the input through the low
