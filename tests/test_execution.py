@@ -135,6 +135,28 @@ def test_outputs_are_bit_identical_across_executors_and_chunkings(gd: Any, pools
     assert not np.allclose(other, ref)
 
 
+def test_shipped_code_outlives_the_workers_that_held_it() -> None:
+    """What a cluster's tasks take as code is a task's result, computed again when every
+    worker holding it is lost: data scattered to the workers of the time is lost with them,
+    and a worker that joined later never had it. Deterministic (the scheduler is told the
+    holder is gone)."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        shipped = executors.ship(client, b"code")
+        scattered = client.scatter(b"code", broadcast=True, hash=False)
+        distributed.wait([shipped, scattered])
+        cluster.scale(2)
+        client.wait_for_workers(2)
+        (holder,) = client.who_has([shipped])[shipped.key]
+        client.sync(cluster.scheduler.remove_worker, address=holder, stimulus_id="lost",
+                    close=False)
+        assert client.submit(len, shipped, pure=False).result(timeout=60) == 4
+        with pytest.raises(distributed.client.FutureCancelledError):
+            client.submit(len, scattered, pure=False).result(timeout=60)
+
+
 def test_closures_and_plain_functions_run_in_worker_processes(pools: None) -> None:
     pytest.importorskip("cloudpickle")
     scale = 3.0

@@ -35,6 +35,7 @@ from dpverify.execution.executors import (
     Spread,
     _worker_setup,
     dask_client,
+    ship,
     shutdown,
     single_threaded_blas,
     unpickled,
@@ -339,7 +340,7 @@ def _run_on_worker(key: str, payload: bytes, spec: CheckSpec, ctx: RunContext,
 
 
 class _DaskChecks:
-    """Checks as tasks on a Dask cluster; the user's modules are scattered once."""
+    """Checks as tasks on a Dask cluster; the user's modules are shipped once."""
 
     def __init__(self, jobs_list: Sequence[Job]) -> None:
         specs = callable_specs([v for spec, _ in jobs_list
@@ -349,7 +350,7 @@ class _DaskChecks:
         self.key = hashlib.sha256(payload).hexdigest()
         ctx = jobs_list[0][1]
         self.client = dask_client(ctx.scheduler, ctx.workers if ctx.workers > 1 else None)
-        self.bundle = self.client.scatter(payload, broadcast=True, hash=False)
+        self.bundle = ship(self.client, payload)
         self.spread = Spread(self.client)
         import distributed
 

@@ -288,7 +288,7 @@ def _run_chunk_payload(key: str, payload: bytes, items: Sequence[Item]) -> list[
 
 def _run_chunk_dask(key: str, payload: bytes, items: Sequence[Item],
                     client_pid: int) -> list[Done]:
-    """Task of a Dask worker: the block function was scattered to it, pickled with the
+    """Task of a Dask worker: the block function was shipped to it, pickled with the
     user's modules by value (:mod:`dpverify.execution.shipping`)."""
     if os.getpid() != client_pid:  # a worker process of its own (not threads of ours)
         _worker_setup()
@@ -521,22 +521,44 @@ class Spread:
         return done
 
 
+def ship(client: Any, payload: bytes) -> Any:
+    """``payload`` on a Dask cluster, as the result of a task that returns it: a future
+    that tasks take as an argument.
+
+    Scattered data is lost for good when every worker holding it leaves, and the tasks that
+    need it are cancelled ("lost dependencies"); a worker that joined after a broadcast holds
+    no copy, so losing the workers that were there loses the data. A task's result is
+    computed again from its arguments, which the scheduler keeps.
+
+    Examples
+    --------
+    >>> class C:  # the client's call that shipping uses
+    ...     def submit(self, fn, *a, **kw): return fn(*a)
+    >>> ship(C(), b"code")
+    b'code'
+    """
+    return client.submit(_returned, payload, pure=False)
+
+
+def _returned(payload: bytes) -> bytes:
+    return payload
+
+
 def run_dask(fn: Callable[..., Any], items: Sequence[Item], on_done: Callable[[Done], None],
              *, scheduler: Any = None, workers: int | None = None,
              chunk_seconds: float = DEFAULT_CHUNK_SECONDS) -> None:
-    """Blocks as tasks on a Dask cluster; the block function is scattered once.
+    """Blocks as tasks on a Dask cluster; the block function is shipped once (:func:`ship`).
 
     It travels pickled by :func:`dpverify.execution.shipping.dumps`, so a user's own module goes
     with it: the workers need not be able to import it.
     """
     import distributed
 
-
     payload = dumps(fn, "the block function")  # before connecting: refused before any work
     key = hashlib.sha256(payload).hexdigest()
     client = dask_client(scheduler, workers)
     n_workers = max(1, sum(client.nthreads().values()))
-    fn_future = client.scatter(payload, broadcast=True, hash=False)
+    fn_future = ship(client, payload)
     pid = os.getpid()
     finished = distributed.as_completed(loop=client.loop)
     spread = Spread(client)
