@@ -118,7 +118,7 @@ def test_a_table_is_ranked_on_rates_no_fit_has_seen() -> None:
 
     rng = np.random.default_rng(0)
     out_D, out_Dp = (rng.integers(0, 200, (4000, 1)).astype(float) for _ in range(2))
-    scorer, pos, neg = crossfit_table(lambda X: X, out_D, out_Dp, TABLE_FOLDS)
+    scorer, pos, neg = crossfit_table(lambda X: X, (out_D, out_Dp), TABLE_FOLDS)
     in_D, in_Dp = scorer(out_D), scorer(out_Dp)  # the test's table: of all the runs
     se = float(np.sqrt(np.var(pos) / pos.size + np.var(neg) / neg.size))
     assert float(np.mean(in_D) - np.mean(in_Dp)) > 10 * se
@@ -141,6 +141,6 @@ def test_a_run_is_scored_by_a_table_that_has_not_seen_it() -> None:
     base = np.repeat([0.0, 1.0, 2.0], [300, 200, 100])
     out_D = np.r_[base, 9.0][:, None]
     out_Dp = np.repeat([0.0, 1.0, 2.0], [100, 200, 301])[:, None]
-    scorer, pos, neg = crossfit_table(lambda X: X, out_D, out_Dp, 5)
+    scorer, pos, neg = crossfit_table(lambda X: X, (out_D, out_Dp), 5)
     assert scorer(np.array([[9.0]]))[0] == 0.0  # in the table of all the runs, the top
     assert pos[-1] < pos[0] == 0.0  # scored by its fold's table, below the atom 0

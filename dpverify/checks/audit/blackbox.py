@@ -351,9 +351,10 @@ def _fit_pair(run: _Run, pi: int, out_D: np.ndarray, out_Dp: np.ndarray,
         scorer = fit(out_D[:n_fit], out_Dp[:n_fit], fit_rng)
         atoms = getattr(scorer, "atoms", None)
         level = None
-        if atoms is not None and small_alphabet(atoms(out_D), atoms(out_Dp)):
+        rows = None if atoms is None else (atoms(out_D), atoms(out_Dp))
+        if rows is not None and small_alphabet(*rows):
             # The atoms need all the counts to be told apart.
-            scorer, pos, neg = crossfit_table(atoms, out_D, out_Dp, TABLE_FOLDS)
+            scorer, pos, neg = crossfit_table(atoms, rows, TABLE_FOLDS)
             level = TABLE_LEVEL
         else:
             pos = safe_scores(scorer, out_D[n_fit:], name)

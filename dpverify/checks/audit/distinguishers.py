@@ -374,9 +374,14 @@ def crossfitted_ranks(c_pos: np.ndarray, c_neg: np.ndarray) -> np.ndarray:
                      for cp, cn in zip(c_pos, c_neg, strict=True)])
 
 
-def crossfit_table(atoms: Callable[[np.ndarray], np.ndarray], pos: np.ndarray,
-                   neg: np.ndarray, folds: int) -> tuple[Scorer, np.ndarray, np.ndarray]:
-    """A table of likelihood ratios over ``atoms`` (rows of tokens), cross-fitted.
+def crossfit_table(atoms: Callable[[np.ndarray], np.ndarray],
+                   rows: tuple[np.ndarray, np.ndarray],
+                   folds: int) -> tuple[Scorer, np.ndarray, np.ndarray]:
+    """A table of likelihood ratios over atoms (rows of tokens), cross-fitted.
+
+    ``rows`` holds the atoms of the runs on D and on D' (``atoms`` of their outputs,
+    computed once by the caller, which tells a small alphabet by them); ``atoms`` maps the
+    test's outputs to theirs.
 
     The runs are dealt into ``folds`` folds; each run is scored by its atom's rank
     (:func:`atom_ranks`) in the table of the other folds, so that the rates a selection
@@ -387,18 +392,18 @@ def crossfit_table(atoms: Callable[[np.ndarray], np.ndarray], pos: np.ndarray,
     ordered apart by one half or the other in half the searches, and the event
     selected then mixes them; ``benchmarks/search_choice.py``). Returns the scorer of
     the table of all the runs (atoms never seen rank as a log ratio of 0 would), and the
-    cross-fitted scores of ``pos`` and ``neg``.
+    cross-fitted scores of the runs on D and on D'.
 
     Examples
     --------
     >>> pos = np.repeat([0.0, 1.0], 300)[:, None]; neg = np.repeat([1.0, 2.0], 300)[:, None]
-    >>> scorer, s_pos, s_neg = crossfit_table(_as2d, pos, neg, 5)
+    >>> scorer, s_pos, s_neg = crossfit_table(_as2d, (pos, neg), 5)
     >>> scorer(np.array([[0.0], [1.0], [2.0], [7.0]])).tolist()  # D only, both, D' only, never
     [0.0, -1.0, -2.0, -1.0]
     >>> s_pos.shape, bool(s_pos.mean() > s_neg.mean())
     ((600,), True)
     """
-    a_pos, a_neg = atoms(pos), atoms(neg)
+    a_pos, a_neg = rows
     code = row_coder(np.vstack([a_pos, a_neg]))
     keys, inv = np.unique(np.concatenate([code(a_pos), code(a_neg)]), return_inverse=True)
     inv = inv.ravel()
