@@ -524,9 +524,12 @@ def call_user(fn: Callable[..., Any], name: str, data: Any, rng: np.random.Gener
     except InputError:
         raise
     except Exception as e:  # the user's code failed: report it as their input to fix
+        hint = ("; if it takes a vector of K query answers, declare it "
+                "(declare_mechanism(queries=K)) or give --param queries=K"
+                if isinstance(data, Dataset) else "")
         raise InputError(
             f"target {name} raised {type(e).__name__}: {e} (called as f(data, rng, "
-            f"trials={trials}) with data of type {type(data).__name__})") from e
+            f"trials={trials}) with data of type {type(data).__name__}{hint})") from e
 
 
 def _check_block(out: Any, k: int, name: str, finite: bool = True) -> np.ndarray:
