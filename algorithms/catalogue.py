@@ -3,7 +3,9 @@
 Written from the papers' descriptions (not from any tester's code), as black-box targets
 ``f(answers, rng, trials) -> array (trials, ...)`` whose input is a vector of query
 answers of sensitivity 1: the StatDP and DP-Sniper benchmark (Ding et al., CCS 2018;
-Bichsel et al., IEEE S&P 2021) at epsilon = 0.1. Each carries its claim, the epsilon known
+Bichsel et al., IEEE S&P 2021) at epsilon = 0.1, and the rest of DP-Sniper's evaluation
+(RAPPOR and one-time RAPPOR on a value, twenty Laplace releases, SVT3 and SVT4 side by
+side, prefix sums, numerical SVT) at their papers' claims. Each carries its claim, the epsilon known
 from analysis (``epsilon_true``, ``None`` where only "at most the claim" is known) and
 the neighbouring relation of its input (:mod:`dpverify.core.data`, "Vectors of query
 answers"), so that ``dpverify audit algorithms.catalogue:svt4`` searches the input
@@ -28,6 +30,7 @@ instead of 1 and codes "below" as -1000 and "not answered" as -2000.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable
 
@@ -237,11 +240,11 @@ def _above_threshold(noisy: np.ndarray, rho: np.ndarray, threshold: float) -> np
 
 
 def _cut_after(above: np.ndarray, values: np.ndarray, below: float,
-               aborted: float) -> np.ndarray:
+               aborted: float, c: int = SVT_C) -> np.ndarray:
     """Outputs up to the c-th answer above; later queries are not answered."""
     count = np.cumsum(above, axis=1)
     stopped = np.zeros_like(above)
-    stopped[:, 1:] = count[:, :-1] >= SVT_C
+    stopped[:, 1:] = count[:, :-1] >= c
     return np.where(stopped, aborted, np.where(above, values, below))
 
 
@@ -291,18 +294,26 @@ def svt2(answers: np.ndarray, rng: np.random.Generator, trials: int) -> np.ndarr
            "released above the threshold", math.inf)
 def svt3(answers: np.ndarray, rng: np.random.Generator, trials: int) -> np.ndarray:
     """Roth's lecture-notes SVT: nu ~ Lap(c/eps2), the noisy answer output when above."""
+    return _svt3(answers, rng, trials, SVT_C)
+
+
+def _svt3(answers: np.ndarray, rng: np.random.Generator, trials: int, c: int) -> np.ndarray:
     noisy, above = _svt(answers, rng, trials, eps1_share=0.5,
-                        query_scale=SVT_C / _eps2(0.5), threshold=1.0)
-    return _cut_after(above, noisy, SVT3_BELOW, SVT3_ABORTED)
+                        query_scale=c / _eps2(0.5), threshold=1.0)
+    return _cut_after(above, noisy, SVT3_BELOW, SVT3_ABORTED, c)
 
 
 @_declared(EPSILON, SVT_QUERIES, "componentwise", LSL.format(4) + ": query noise not "
            "scaled with c", (1 + 6 * SVT_C) / 4 * EPSILON)
 def svt4(answers: np.ndarray, rng: np.random.Generator, trials: int) -> np.ndarray:
     """Lee and Clifton's SVT: eps1 = eps/4, nu ~ Lap(1/eps2): ((1 + 6c)/4) epsilon-DP."""
+    return _svt4(answers, rng, trials, SVT_C)
+
+
+def _svt4(answers: np.ndarray, rng: np.random.Generator, trials: int, c: int) -> np.ndarray:
     noisy, above = _svt(answers, rng, trials, eps1_share=0.25, query_scale=1 / _eps2(0.25),
                         threshold=1.0)
-    return _cut_after(above, np.ones_like(noisy), BELOW, ABORTED)
+    return _cut_after(above, np.ones_like(noisy), BELOW, ABORTED, c)
 
 
 @_declared(EPSILON, SVT_QUERIES, "componentwise", LSL.format(5) + ": no noise on the "
@@ -323,10 +334,130 @@ def svt6(answers: np.ndarray, rng: np.random.Generator, trials: int) -> np.ndarr
     return np.where(above, 1.0, BELOW)
 
 
+# The rest of DP-Sniper's evaluation ---------------------------------------------------
+# Bichsel et al. 2021 (IEEE S&P), Section 6, audit six more mechanisms beside the StatDP
+# catalogue, at their own claims; written here from the papers that define them.
+
+# RAPPOR as DP-Sniper evaluates it (Erlingsson, Pihur and Korolova 2014, CCS): h hashes
+# into a Bloom filter of k bits, permanent randomized response f, instantaneous p and q.
+RAPPOR_H, RAPPOR_K, RAPPOR_F, RAPPOR_P, RAPPOR_Q = 4, 20, 0.75, 0.45, 0.55
+ONE_TIME_F = 0.95
+_RAPPOR = "Erlingsson, Pihur and Korolova 2014 (CCS), Section 3"
+
+
+def bloom_filter(value: float) -> np.ndarray:
+    """The Bloom filter of ``value`` (rounded to an integer): ``RAPPOR_K`` bits, each of
+    the ``RAPPOR_H`` hashed positions set (positions may collide).
+
+    Examples
+    --------
+    >>> bloom_filter(1.0).shape, 1 <= int(bloom_filter(1.0).sum()) <= RAPPOR_H
+    ((20,), True)
+    """
+    bits = np.zeros(RAPPOR_K)
+    for i in range(RAPPOR_H):
+        digest = hashlib.blake2b(f"{i}:{round(value)}".encode(), digest_size=8).digest()
+        bits[int.from_bytes(digest, "little") % RAPPOR_K] = 1.0
+    return bits
+
+
+def _permanent_response(answers: np.ndarray, rng: np.random.Generator, trials: int,
+                        f: float) -> np.ndarray:
+    """Each bit of the value's filter set with probability f/2, cleared with f/2, else kept."""
+    bits = bloom_filter(float(_answers(answers)[0, 0]))
+    u = rng.random((trials, RAPPOR_K))
+    return np.where(u < f / 2, 1.0, np.where(u < f, 0.0, bits))
+
+
+def _bit_epsilon(one: float, zero: float) -> float:
+    """The log-ratio of one reported bit whose filter bit differs: P(report 1 | bit 1) =
+    ``one``, P(report 1 | bit 0) = ``zero`` (the larger of its two outcomes')."""
+    return max(math.log(one / zero), math.log((1 - zero) / (1 - one)))
+
+
+# Erlingsson et al. 2014, Section 3: a value sets h bits, so two values differ in at most
+# 2h; each costs the log-ratio of its report. Permanent response alone: a bit is reported
+# set with probability 1 - f/2 or f/2 (epsilon_infinity = 2h ln((1 - f/2) / (f/2))); one
+# instantaneous report on top: q* = f(p + q)/2 + (1 - f) q and p* = f(p + q)/2 + (1 - f) p.
+ONE_TIME_EPSILON = 2 * RAPPOR_H * _bit_epsilon(1 - ONE_TIME_F / 2, ONE_TIME_F / 2)
+RAPPOR_EPSILON = 2 * RAPPOR_H * _bit_epsilon(
+    RAPPOR_F * (RAPPOR_P + RAPPOR_Q) / 2 + (1 - RAPPOR_F) * RAPPOR_Q,
+    RAPPOR_F * (RAPPOR_P + RAPPOR_Q) / 2 + (1 - RAPPOR_F) * RAPPOR_P)
+
+
+@_declared(RAPPOR_EPSILON, 1, "add_remove", _RAPPOR + ": permanent and instantaneous "
+           "randomized response, one report")
+def rappor(answers: np.ndarray, rng: np.random.Generator, trials: int) -> np.ndarray:
+    """One RAPPOR report of a value: its Bloom filter through both randomized responses."""
+    permanent = _permanent_response(answers, rng, trials, RAPPOR_F)
+    p_one = np.where(permanent == 1.0, RAPPOR_Q, RAPPOR_P)
+    return (rng.random(permanent.shape) < p_one).astype(np.float64)
+
+
+@_declared(ONE_TIME_EPSILON, 1, "add_remove", _RAPPOR + ": the permanent randomized "
+           "response alone")
+def one_time_rappor(answers: np.ndarray, rng: np.random.Generator, trials: int) -> np.ndarray:
+    """One-time RAPPOR: the permanent randomized response of the value's Bloom filter."""
+    return _permanent_response(answers, rng, trials, ONE_TIME_F)
+
+
+PARALLEL_LAPLACE = 20  # DP-Sniper's LaplaceParallel: 20 releases at epsilon / 20 each
+
+
+@_declared(EPSILON, 1, "add_remove", "sequential composition (Dwork et al. 2006) of "
+           f"{PARALLEL_LAPLACE} Laplace mechanisms at epsilon/{PARALLEL_LAPLACE}", EPSILON)
+def laplace_parallel(answers: np.ndarray, rng: np.random.Generator, trials: int) -> np.ndarray:
+    """One count released 20 times, each with float-safe Laplace noise of scale 20/epsilon."""
+    scale = PARALLEL_LAPLACE / EPSILON
+    return _answers(answers)[:, :1] + discrete_laplace(rng, scale, (trials, PARALLEL_LAPLACE))
+
+
+SVT34_C = 2  # DP-Sniper runs SVT3 and SVT4 side by side with c = 2
+
+
+@_declared(EPSILON, SVT_QUERIES, "componentwise", LSL.format("3 and 4") + ", run side by "
+           "side with c = 2", math.inf)
+def svt34_parallel(answers: np.ndarray, rng: np.random.Generator, trials: int) -> np.ndarray:
+    """SVT3 and SVT4 (c = 2) on the same answers, their outputs side by side: SVT3
+    releases noisy answers, so the pair is no better than SVT3."""
+    return np.hstack([_svt3(answers, rng, trials, SVT34_C),
+                      _svt4(answers, rng, trials, SVT34_C)])
+
+
+@_declared(SVT_QUERIES * EPSILON, SVT_QUERIES, "componentwise", "Wang, Ding, Wang, Kifer "
+           "and Zhang 2019 (PLDI), PrefixSum: each answer with Laplace noise of scale "
+           "1/epsilon, every answer moving", SVT_QUERIES * EPSILON)
+def prefix_sum(answers: np.ndarray, rng: np.random.Generator, trials: int) -> np.ndarray:
+    """The prefix sums of the answers, each with float-safe Laplace noise of scale
+    1/epsilon: when every answer may move by one, the noisy answers (the sums'
+    differences) compose to k epsilon."""
+    a = _answers(answers)
+    return np.cumsum(a + discrete_laplace(rng, 1.0 / EPSILON, (trials, a.shape[1])), axis=1)
+
+
+NUMERICAL_C = 2  # DP-Sniper's NumericalSVT answers c = 2 queries
+
+
+@_declared(EPSILON, SVT_QUERIES, "componentwise", "Wang, Ding, Wang, Kifer and Zhang 2019 "
+           "(PLDI), Numerical Sparse Vector: a fresh noisy answer released above the "
+           "threshold")
+def numerical_svt(answers: np.ndarray, rng: np.random.Generator, trials: int) -> np.ndarray:
+    """SVT that releases a fresh noisy answer when above: rho ~ Lap(3/eps), comparisons
+    with nu ~ Lap(6c/eps), released values with float-safe Lap(3c/eps); codes as SVT3's."""
+    a = _answers(answers)
+    c, shape = NUMERICAL_C, (trials, a.shape[1])
+    rho = rng.laplace(0.0, 3.0 / EPSILON, size=(trials, 1))
+    above = a + rng.laplace(0.0, 6.0 * c / EPSILON, size=shape) >= 1.0 + rho
+    released = a + discrete_laplace(rng, 3.0 * c / EPSILON, shape)
+    return _cut_after(above, released, SVT3_BELOW, SVT3_ABORTED, c)
+
+
 CATALOGUE: dict[str, Callable[..., np.ndarray]] = {
     f.__name__: f for f in (laplace, laplace_naive_float, laplace_snapped,
                             truncated_geometric, noisy_hist1, noisy_hist2, rnm1, rnm2, rnm3,
-                            rnm4, svt1, svt2, svt3, svt4, svt5, svt6)
+                            rnm4, svt1, svt2, svt3, svt4, svt5, svt6, rappor,
+                            one_time_rappor, laplace_parallel, svt34_parallel, prefix_sum,
+                            numerical_svt)
 }
 
 __all__ = ["CATALOGUE", "discrete_laplace", *CATALOGUE]

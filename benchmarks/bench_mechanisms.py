@@ -49,6 +49,9 @@ DPSNIPER = {
     "svt2": (0.08593, 148.1 + 11.8), "svt3": (0.1716, 149.8 + 10.5),
     "svt4": (0.1687, 122.7 + 7.8), "svt5": (1.7612, 56.2 + 2.6), "svt6": (0.2720, 90.7 + 4.8),
     "laplace_naive_float": (0.2521, 1816.8 + 307.8), "laplace_snapped": (0.09788, 1256.6 + 1643.9),
+    "rappor": (0.29298, 130.6 + 14.2), "one_time_rappor": (0.59778, 79.9 + 9.2),
+    "laplace_parallel": (0.03495, 96.5 + 8.0), "svt34_parallel": (0.2610, 341.3 + 22.7),
+    "prefix_sum": (0.5040, 92.1 + 4.8), "numerical_svt": (0.03432, 142.2 + 9.5),
 }
 DPSNIPER_RUNS = 2 * 10**8  # final estimate alone, per dataset; each search stage 10.7M
 EFFICIENCY_REFERENCE = {10**4: 0.38, 10**5: 0.59, 10**6: 0.77}

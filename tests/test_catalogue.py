@@ -99,3 +99,54 @@ def test_sparse_discrete_outputs_give_nonzero_bounds_from_1e5_runs(name: str) ->
     every ranking bound of the selection split used to be 0."""
     r = audit_blackbox(f"algorithms.catalogue:{name}", BlackBoxOptions(trials=100_000, seed=0))
     assert r.epsilon_lower > 0.03
+
+
+@pytest.mark.parametrize("name, one, zero", [
+    ("rappor", 0.75 * 0.5 + 0.25 * 0.55, 0.75 * 0.5 + 0.25 * 0.45),  # q*, p*
+    ("one_time_rappor", 1 - 0.95 / 2, 0.95 / 2),
+])
+def test_rappor_reports_each_bit_as_the_paper_says(name: str, one: float, zero: float) -> None:
+    """A bit of the value's Bloom filter is reported set with probability ``one``, any
+    other with ``zero`` (Erlingsson et al. 2014, Section 3), and the claim is 2h times
+    the log-ratio of one bit. Two-sided binomial tests on the pooled bits, each at level
+    1e-5 (failure probability 2e-5 in all; fixed seed)."""
+    fn = cat.CATALOGUE[name]
+    bits = cat.bloom_filter(1.0).astype(bool)
+    out = fn(np.array([1.0]), np.random.default_rng(3), 100_000)
+    assert out.shape == (100_000, cat.RAPPOR_K) and set(np.unique(out)) <= {0.0, 1.0}
+    for mask, p in ((bits, one), (~bits, zero)):
+        k, n = int(out[:, mask].sum()), int(mask.sum()) * out.shape[0]
+        assert sstats.binomtest(k, n, p).pvalue > 1e-5
+    bit = math.log(one / zero)
+    assert fn.dpverify_declaration.epsilon == pytest.approx(2 * cat.RAPPOR_H * bit)
+    assert not np.array_equal(cat.bloom_filter(0.0), cat.bloom_filter(1.0))
+
+
+def test_prefix_sums_are_of_noisy_answers_on_the_float_safe_grid() -> None:
+    """The sums' differences are the answers plus Laplace noise of scale 1/epsilon: exact
+    multiples of the grid away from the answers, with mean absolute deviation 10 (a
+    z-test at 5 standard errors, failure probability below 1e-6; fixed seed)."""
+    a = np.arange(10.0)
+    out = cat.prefix_sum(a, np.random.default_rng(4), 50_000)
+    noise = np.diff(out, axis=1, prepend=0.0) - a
+    assert np.array_equal(noise / cat.GRID, np.round(noise / cat.GRID))
+    dev = np.abs(noise).ravel()
+    assert abs(dev.mean() - 1 / cat.EPSILON) < 5 * dev.std() / math.sqrt(dev.size)
+
+
+@pytest.mark.parametrize("name, columns", [("numerical_svt", [slice(0, 10)]),
+                                           ("svt34_parallel", [slice(0, 10), slice(10, 20)])])
+def test_sparse_vectors_with_c_2_answer_two_queries_then_stop(name: str,
+                                                              columns: list[slice]) -> None:
+    """Every pass answers at most c = 2 queries above its threshold and codes the queries
+    after the second as not answered. The answers sit 5000 above the threshold, over 40
+    noise scales: a run misses one with probability below 1e-15 (fixed seed)."""
+    fn = cat.CATALOGUE[name]
+    out = fn(np.full(10, 5000.0), np.random.default_rng(5), 2000)
+    for cols in columns:
+        part = out[:, cols]
+        codes = (cat.BELOW, cat.ABORTED, cat.SVT3_BELOW, cat.SVT3_ABORTED)
+        answered = ~np.isin(part, codes)
+        aborted = np.isin(part, (cat.ABORTED, cat.SVT3_ABORTED))
+        assert answered.sum(axis=1).max() == 2
+        assert np.all(answered[:, :2]) and np.all(aborted[:, 2:])
