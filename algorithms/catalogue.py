@@ -5,12 +5,12 @@ Written from the papers' descriptions (not from any tester's code), as black-box
 answers of sensitivity 1: the StatDP and DP-Sniper benchmark (Ding et al., CCS 2018;
 Bichsel et al., IEEE S&P 2021) at epsilon = 0.1, and the rest of DP-Sniper's evaluation
 (RAPPOR and one-time RAPPOR on a value, twenty Laplace releases, SVT3 and SVT4 side by
-side, prefix sums, numerical SVT) at their papers' claims. Each carries its claim, the epsilon known
-from analysis (``epsilon_true``, ``None`` where only "at most the claim" is known) and
-the neighbouring relation of its input (:mod:`dpverify.core.data`, "Vectors of query
-answers"), so that ``dpverify audit algorithms.catalogue:svt4`` searches the input
-patterns and judges the claim with no other argument. ``suites/mechanisms.toml`` audits
-them all.
+side, prefix sums, numerical SVT) at their papers' claims, with DP-Sniper's parameters.
+Each carries its claim, the epsilon known from analysis (``epsilon_true``, ``None`` where
+only "at most the claim" is known) and the neighbouring relation of its input
+(:mod:`dpverify.core.data`, "Vectors of query answers"), so that ``dpverify audit
+algorithms.catalogue:svt4`` searches the input patterns and judges the claim with no other
+argument. ``suites/mechanisms.toml`` audits them all.
 
 Ideal-arithmetic rows sample float-safe noise wherever a noisy value is released: a value
 plus ``numpy``'s Laplace noise is itself a floating-point leak (the sum is rounded to a
