@@ -379,10 +379,14 @@ def _bit_epsilon(one: float, zero: float) -> float:
 # 2h; each costs the log-ratio of its report. Permanent response alone: a bit is reported
 # set with probability 1 - f/2 or f/2 (epsilon_infinity = 2h ln((1 - f/2) / (f/2))); one
 # instantaneous report on top: q* = f(p + q)/2 + (1 - f) q and p* = f(p + q)/2 + (1 - f) p.
+def _reported_set(kept: float) -> float:
+    """P(a RAPPOR report's bit is 1) when the permanent response keeps the filter's bit
+    and that bit reports 1 with probability ``kept`` (q if set, p if not)."""
+    return RAPPOR_F * (RAPPOR_P + RAPPOR_Q) / 2 + (1 - RAPPOR_F) * kept
+
+
 ONE_TIME_EPSILON = 2 * RAPPOR_H * _bit_epsilon(1 - ONE_TIME_F / 2, ONE_TIME_F / 2)
-RAPPOR_EPSILON = 2 * RAPPOR_H * _bit_epsilon(
-    RAPPOR_F * (RAPPOR_P + RAPPOR_Q) / 2 + (1 - RAPPOR_F) * RAPPOR_Q,
-    RAPPOR_F * (RAPPOR_P + RAPPOR_Q) / 2 + (1 - RAPPOR_F) * RAPPOR_P)
+RAPPOR_EPSILON = 2 * RAPPOR_H * _bit_epsilon(_reported_set(RAPPOR_Q), _reported_set(RAPPOR_P))
 
 
 @_declared(RAPPOR_EPSILON, 1, "add_remove", _RAPPOR + ": permanent and instantaneous "

@@ -143,9 +143,9 @@ def test_sparse_vectors_with_c_2_answer_two_queries_then_stop(name: str,
     noise scales: a run misses one with probability below 1e-15 (fixed seed)."""
     fn = cat.CATALOGUE[name]
     out = fn(np.full(10, 5000.0), np.random.default_rng(5), 2000)
+    codes = (cat.BELOW, cat.ABORTED, cat.SVT3_BELOW, cat.SVT3_ABORTED)
     for cols in columns:
         part = out[:, cols]
-        codes = (cat.BELOW, cat.ABORTED, cat.SVT3_BELOW, cat.SVT3_ABORTED)
         answered = ~np.isin(part, codes)
         aborted = np.isin(part, (cat.ABORTED, cat.SVT3_ABORTED))
         assert answered.sum(axis=1).max() == 2
