@@ -67,6 +67,10 @@ def test_snapping_erases_the_float_artefacts(target: str, expected: str) -> None
     r = audit_blackbox(target, BlackBoxOptions(
         trials=20000, distinguisher="lowbits", accountant=False))
     assert r.verdict.value == expected
+    # A violation found in the bits says so, and what to do about it.
+    assert ("floating-point bits" in r.message()) == (expected == "FAIL")
+    if expected == "FAIL":
+        assert f"epsilon >= {r.epsilon_lower:.4g} > " in r.message()
 
 
 def test_histogram_canary_always_changes_bins() -> None:

@@ -128,7 +128,8 @@ class AuditResult:
                     + (f" (e-value {e:.3g} >= 1/alpha = {1 / (1 - self.confidence):.3g})"
                        if e is not None else ""))
         elif v == Verdict.FAIL:
-            what = "proven violation"
+            what = (f"proven violation: epsilon >= {self.epsilon_lower:.4g} > "
+                    f"{self.epsilon_claimed:.4g} claimed" + self._leak_note())
         elif v == Verdict.INCONCLUSIVE:
             what = f"underpowered: {self.inconclusive}"
         else:
@@ -137,6 +138,15 @@ class AuditResult:
         return (f"epsilon_lower {self.epsilon_lower:.4g} ({self.bound}, {self.mode}, "
                 f"confidence {self.confidence:g}, {self.trials} trials) {rel} claimed "
                 f"{self.epsilon_claimed:.4g} at delta={self.delta:g}; accountant {acc}: {what}")
+
+    def _leak_note(self) -> str:
+        """What a violation found in the outputs' bits means, when that is the evidence."""
+        if self.details.get("distinguisher") != "lowbits":
+            return ""
+        return ("; the evidence is in the outputs' floating-point bits, not their values: "
+                "arithmetic in floating point leaks the input through the low bits of a "
+                "release (Mironov 2012); draw the noise on a grid (snapping) or round the "
+                "release")
 
     def to_outcome(self) -> Outcome:
         ev = dict(self.evidence)
