@@ -27,6 +27,15 @@ def rr(data, rng, trials):
     keep = rng.random((trials, 1)) < 0.75
     return np.where(keep, X[0, 0], 1.0 - X[0, 0])
 
+def rr_bool(data, rng, trials):
+    """rr's outcome as a boolean: True where rr returns 1."""
+    X, y = data
+    keep = rng.random((trials, 1)) < 0.75
+    return keep == (X[0, 0] > 0.5)
+
+def complex_out(data, rng, trials):
+    return f(data, rng, trials) * (1 + 1j)
+
 def once(data, rng, trials):
     """One noise draw repeated in every row of the block."""
     X, y = data
@@ -82,6 +91,7 @@ def mod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.Fixture
     ("f", "nan_pair", "neighbour function {m}:nan_pair: D[0] holds nan at index (4, 0)"),
     ("f", "inf_label_pair", "neighbour function {m}:inf_label_pair: D'[1] holds inf at index 2"),
     ("nan_out", "pair", "target {m}:nan_out returned nan in row 3, entry 0"),
+    ("complex_out", "pair", "target {m}:complex_out must return a real or boolean array"),
     ("once", "pair", "rows of a block are not independent runs"),
     ("seeded", "pair", "blocks repeat each other"),
 ])
@@ -110,6 +120,16 @@ def test_discrete_outputs_repeat_legitimately(mod: str) -> None:
         neighbours=f"{mod}:pair", epsilon=1.2, delta=1e-5,
         trials=4000, accountant=False, detect_probability=None))
     assert r.verdict.value == "PASS"
+
+
+def test_boolean_outputs_are_outcomes(mod: str) -> None:
+    """A target returning booleans is audited as one returning 0 and 1."""
+    runs = {t: audit_blackbox(f"{mod}:{t}", BlackBoxOptions(
+        neighbours=f"{mod}:pair", epsilon=0.5, delta=1e-5, trials=4000, accountant=False,
+        detect_probability=None)) for t in ("rr", "rr_bool")}
+    assert runs["rr"].epsilon_lower == runs["rr_bool"].epsilon_lower
+    # ln 3 against a claim of 0.5: missed with probability far below 1e-6 at 4,000 runs.
+    assert runs["rr_bool"].verdict.value == "FAIL"
 
 
 def test_the_deliberate_nonfinite_canary_is_evidence_not_bad_input(mod: str) -> None:

@@ -534,9 +534,12 @@ def call_user(fn: Callable[..., Any], name: str, data: Any, rng: np.random.Gener
 
 def _check_block(out: Any, k: int, name: str, finite: bool = True) -> np.ndarray:
     arr = np.asarray(out)
-    if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
-        raise InputError(f"target {name} must return a numeric array of shape (trials, ...), "
-                         f"got {type(out).__name__} of dtype {arr.dtype}")
+    # Booleans are outcomes (a sparse vector's above / below) and read as 0 and 1; a
+    # complex value has no order for a threshold to split.
+    if arr.dtype == object or np.issubdtype(arr.dtype, np.complexfloating) or not (
+            np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        raise InputError(f"target {name} must return a real or boolean array of shape "
+                         f"(trials, ...), got {type(out).__name__} of dtype {arr.dtype}")
     if arr.ndim == 0 or arr.shape[0] != k:
         raise InputError(f"target {name} returned shape {tuple(arr.shape)} when asked for "
                          f"trials={k}; expected an array of shape ({k}, ...)")
