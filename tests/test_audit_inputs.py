@@ -33,6 +33,11 @@ def rr_bool(data, rng, trials):
     keep = rng.random((trials, 1)) < 0.75
     return keep == (X[0, 0] > 0.5)
 
+def global_draws(data, rng, trials):
+    """Draws from numpy's global generator, not from rng."""
+    X, y = data
+    return np.clip(X, -1, 1).sum() + 4.0 * np.random.standard_normal((trials, 1))
+
 def complex_out(data, rng, trials):
     return f(data, rng, trials) * (1 + 1j)
 
@@ -130,6 +135,16 @@ def test_boolean_outputs_are_outcomes(mod: str) -> None:
     assert runs["rr"].epsilon_lower == runs["rr_bool"].epsilon_lower
     # ln 3 against a claim of 0.5: missed with probability far below 1e-6 at 4,000 runs.
     assert runs["rr_bool"].verdict.value == "FAIL"
+
+
+def test_randomness_outside_rng_is_named(mod: str, capsys) -> None:  # noqa: ANN001
+    """Valid but not reproducible: the audit runs and says why a rerun differs."""
+    args = ["audit", "--neighbours", f"{mod}:pair", "--epsilon", "1", "--delta", "1e-5",
+            "--trials", "2000"]
+    assert main([*args[:1], f"{mod}:global_draws", *args[1:]]) in (0, 1)
+    assert "draws randomness outside its rng argument" in capsys.readouterr().out
+    assert main([*args[:1], f"{mod}:f", *args[1:]]) in (0, 1)
+    assert "outside its rng" not in capsys.readouterr().out
 
 
 def test_the_deliberate_nonfinite_canary_is_evidence_not_bad_input(mod: str) -> None:
