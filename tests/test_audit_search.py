@@ -34,6 +34,18 @@ def noisy_max(answers, rng, trials):
 def pairs():
     return [(np.array([1.0]), np.array([2.0])), (np.array([1.0]), np.array([0.0]))]
 
+def box_mean(data, rng, trials, sensitivity=2.0):
+    """The mean of records clipped to [-1, 1] per coordinate, released 1-DP under
+    replace-one (the L1 sensitivity of the mean is 2 d / n), on a grid."""
+    X = np.clip(np.asarray(data.X, dtype=float), -1.0, 1.0)
+    scale = sensitivity * X.shape[1] / len(X)
+    out = X.mean(axis=0) + rng.laplace(0.0, scale, (trials, X.shape[1]))
+    return np.round(out * 2.0**12) / 2.0**12
+
+def box_mean_half(data, rng, trials):
+    """The same with the sensitivity of records in the unit ball (half): 2-DP."""
+    return box_mean(data, rng, trials, sensitivity=1.0)
+
 def one_pair():
     return np.array([1.0]), np.array([2.0])
 '''
@@ -85,7 +97,21 @@ def test_undeclared_callables_take_queries_from_params(user_mod: str) -> None:
 def test_search_over_dataset_canaries_for_registered_targets() -> None:
     s = prepare("gaussian_mechanism:sound")
     assert [p.label for p in make_pairs(s, "search")] == ["fresh_direction", "clip_boundary",
-                                                          "outlier", "random"]
+                                                          "outlier", "box_corners", "random"]
+
+
+def test_a_users_dataset_mechanism_is_searched_by_default(user_mod: str) -> None:
+    """With no pair given, a user's mechanism on data meets every dataset canary: a mean
+    clipped per coordinate whose noise assumes records of the unit ball (true epsilon 2,
+    claimed 1) moves twice as far between opposite corners of the box as between any
+    records of the ball, and fails; the calibrated one passes. A false FAIL has
+    probability at most 0.05 (the default confidence); the seed is fixed."""
+    o = BlackBoxOptions(epsilon=1.0, delta=0.0, relation="replace_one", trials=20000)
+    bad = audit_blackbox(f"{user_mod}:box_mean_half", o)
+    assert bad.details["pairs"] == ["fresh_direction", "clip_boundary", "outlier",
+                                    "box_corners", "random"]
+    assert bad.verdict.value == "FAIL" and bad.details["pair"] == "box_corners"
+    assert audit_blackbox(f"{user_mod}:box_mean", o).verdict.value == "PASS"
 
 
 def test_pure_dp_audits_of_a_laplace_mechanism(user_mod: str,

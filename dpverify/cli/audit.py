@@ -47,14 +47,14 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    help="blackbox (outputs only), whitebox (every release, by replay) or "
                         "onerun (m canaries, one run)")
     p.add_argument("--neighbours", default="auto",
-                   help="pair generator(s), comma-separated: auto (default: search for a "
-                        "target taking query answers, the worst-case canary where the target "
-                        "declares a clip, else fresh_direction), search (every built-in one "
-                        "for the target's input), a pattern of query answers "
-                        f"({', '.join(QUERY_PATTERNS)}), a "
+                   help="pair generator(s), comma-separated: auto (default: search for "
+                        "query answers and a user's callable, the worst-case canary where a "
+                        "registered target declares a clip, else fresh_direction), search "
+                        "(every built-in one for the target's input), a pattern of query "
+                        f"answers ({', '.join(QUERY_PATTERNS)}), a "
                         "dataset canary (worst_case, fresh_direction, clip_boundary, outlier, "
-                        "nonfinite, random), or module:function returning (D, D') or a list "
-                        "of pairs")
+                        "box_corners, nonfinite, random), or module:function returning (D, D') "
+                        "or a list of pairs")
     p.add_argument("--trials", type=int, default=None,
                    help="runs per neighbouring dataset, a fixed-size audit (default: none, "
                         "a sequential audit for black-box and white-box, see --detect; "

@@ -251,6 +251,33 @@ def canary_outlier(
     return _make_pair(D, x, 1.0, relation, "outlier")
 
 
+def canary_box_corners(
+    D: Dataset, rng: np.random.Generator, relation: str = "add_remove"
+) -> NeighbourPair:
+    """A record at the corner (1, ..., 1) of the box [-1, 1]^d, label kept: under
+    replace-one it replaces the first record and the other dataset holds the opposite
+    corner; under add/remove it is added.
+
+    Statistics of records clipped coordinate-wise to [-1, 1] (a DP mean, sum or histogram
+    of bounded values) move by the whole range in every coordinate at once, which no pair
+    of records of the unit ball does (their L1 distance is at most 2 sqrt(d)); records
+    clipped in norm meet their antipode at the clip.
+
+    Examples
+    --------
+    >>> D, _ = synthetic_classification(5, 2, np.random.default_rng(0))
+    >>> p = canary_box_corners(D, np.random.default_rng(1), "replace_one")
+    >>> p.D.X[0].tolist(), p.D_prime.X[0].tolist()
+    ([1.0, 1.0], [-1.0, -1.0])
+    """
+    check_relation(relation)
+    corner, y = np.ones(D.d), float(D.y[0])
+    if relation == "replace_one":
+        return NeighbourPair.replace_one(D.replaced(0, corner, y), 0, -corner, y,
+                                         "box_corners")
+    return _make_pair(D, corner, y, relation, "box_corners")
+
+
 def canary_nonfinite(
     D: Dataset, rng: np.random.Generator, relation: str = "add_remove"
 ) -> NeighbourPair:
@@ -330,6 +357,7 @@ PAIR_GENERATORS: dict[str, PairGenerator] = {
     "fresh_direction": canary_fresh_direction,
     "clip_boundary": canary_clip_boundary,
     "outlier": canary_outlier,
+    "box_corners": canary_box_corners,
     "nonfinite": canary_nonfinite,
     "random": random_pair,
 }

@@ -137,10 +137,11 @@ class BlackBoxOptions(RunOptions):
         Pair generators, comma-separated: ``search`` (every built-in one for the target's
         input), StatDP's patterns for query answers (``one_above``, ``x_shape``, ...),
         dataset canaries (``fresh_direction``, ``clip_boundary``, ``outlier``,
-        ``nonfinite``, ``random``) or ``module:function`` returning ``(D, D_prime)`` or a
-        list of pairs. ``auto`` (default): ``search`` for query answers, the worst-case
-        canary where the target declares a clip
-        (:func:`~dpverify.checks.audit.targets.resolve_neighbours`), else ``fresh_direction``.
+        ``box_corners``, ``nonfinite``, ``random``) or ``module:function`` returning
+        ``(D, D_prime)`` or a list of pairs. ``auto`` (default): ``search`` for query
+        answers and a user's callable, the worst-case canary where a registered target
+        declares a clip (:func:`~dpverify.checks.audit.targets.resolve_neighbours`), else
+        ``fresh_direction``.
     trials
         Runs per dataset that set the split sizes: each pair's search budget (fit and
         selection fractions) and the witness's test runs (test fraction).

@@ -126,7 +126,7 @@ class AuditResult:
             bound = max(self.epsilon_lower, self.epsilon_claimed)
             what = (f"proven violation: epsilon > {bound:.4g}"
                     + (f" (e-value {e:.3g} >= 1/alpha = {1 / (1 - self.confidence):.3g})"
-                       if e is not None else ""))
+                       if e is not None else "") + self._leak_note())
         elif v == Verdict.FAIL:
             what = (f"proven violation: epsilon >= {self.epsilon_lower:.4g} > "
                     f"{self.epsilon_claimed:.4g} claimed" + self._leak_note())

@@ -72,7 +72,7 @@ SEED_PAIRS, SEED_SAMPLES, SEED_FIT, SEED_ACCOUNT, SEED_PROBE = 1, 2, 3, 4, 5
 # The base dataset a user's callable is audited on when a built-in generator makes the pair.
 DEFAULT_USER_N, DEFAULT_USER_D = 100, 2
 # "search" over the dataset canaries: every built-in one that makes an ordinary record.
-DATASET_SEARCH = ("fresh_direction", "clip_boundary", "outlier", "random")
+DATASET_SEARCH = ("fresh_direction", "clip_boundary", "outlier", "box_corners", "random")
 
 
 @dataclass(frozen=True)
@@ -340,8 +340,8 @@ WORST_CASE_LOSS = "linear"
 
 def resolve_neighbours(setup: AuditSetup, neighbours: str | Sequence[str]
                        ) -> str | Sequence[str]:
-    """``auto``: ``search`` for a target taking query answers, the worst-case canary where
-    the target declares a clip, else fresh_direction.
+    """``auto``: ``search`` for a target taking query answers or a user's callable, the
+    worst-case canary where a registered target declares a clip, else fresh_direction.
 
     The canary (:func:`~dpverify.core.data.canary_worst_case`) attains the clip norm. For a
     target whose per-sample gradients of a loss are clipped (a ``loss`` parameter the
@@ -364,7 +364,9 @@ def resolve_neighbours(setup: AuditSetup, neighbours: str | Sequence[str]
         return neighbours
     if setup.queries is not None:
         return "search"
-    if not setup.registered or setup.params.get("clip") is None:
+    if not setup.registered:
+        return "search"  # a user's code: nothing says which record is its worst case
+    if setup.params.get("clip") is None:
         return "fresh_direction"
     loss = setup.params.get("loss")
     if loss is not None and "loss" not in setup.given and loss != WORST_CASE_LOSS:

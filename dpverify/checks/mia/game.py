@@ -46,7 +46,9 @@ if TYPE_CHECKING:
     from dpverify.execution.executors import Execution
 
 DESIGNS = ("poisson", "single")
-RECORD_KINDS = ("data",) + tuple(k for k in PAIR_GENERATORS if k not in ("nonfinite", "random"))
+# Canary kinds that craft distinct records (a box corner is one record, the same for all).
+RECORD_KINDS = ("data",) + tuple(k for k in PAIR_GENERATORS
+                                  if k not in ("nonfinite", "random", "box_corners"))
 
 # A membership statistic: (outputs (k, p), records X (m, d), labels y (m,)) -> (k, m), each
 # record's statistic under each trial's output (higher: more likely a member).
