@@ -22,6 +22,7 @@ import argparse
 import sys
 from collections import Counter
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from ceiling import LAWS, ceiling  # beside this script
@@ -69,6 +70,12 @@ class Best:
     statistic: object
     orientation: str
     promise: float = 0.0
+    counts: tuple[float, float] = (0.0, 0.0)  # the event's runs on each world, as read
+
+    @property
+    def se(self) -> float:
+        """The standard error of the event's log-ratio, from its counts."""
+        return float(np.sqrt(sum(1.0 / max(c, 1.0) for c in self.counts)))
 
 
 def best_test(c_D: np.ndarray, c_Dp: np.ndarray, n_test: int, alpha: float,
@@ -91,7 +98,9 @@ def best_test(c_D: np.ndarray, c_Dp: np.ndarray, n_test: int, alpha: float,
             point = st.anticipate(tails, delta=0.0, alpha=alpha, level=POINT_LEVEL)
             for o, r, f in zip(st.orientations, pess, point, strict=True):
                 j = int(np.lexsort((-f, -r))[0])
-                cand = Best(float(r[j]), float(f[j]), sign, float(th[j]), st, o)
+                hits = (a1[j], a0[j]) if o != "D'" else (c_Dp.sum() - a0[j], c_D.sum() - a1[j])
+                cand = Best(float(r[j]), float(f[j]), sign, float(th[j]), st, o,
+                            counts=(float(hits[0]), float(hits[1])))
                 promise = max(promise, cand.point)
                 if best is None or (cand.pessimistic, cand.point) > (best.pessimistic,
                                                                      best.point):
@@ -101,8 +110,13 @@ def best_test(c_D: np.ndarray, c_Dp: np.ndarray, n_test: int, alpha: float,
 
 
 def search(laws: dict[str, tuple[np.ndarray, np.ndarray]], runs: int, rule: Rule,
-           alpha: float, seed: int) -> tuple[str, float, list[str]]:
-    """One audit's search and test: (witness, its bound, finalists)."""
+           alpha: float, seed: int, race: float = 0.0) -> tuple[str, float, list[str], float]:
+    """One audit's search and test: (witness, its bound, finalists, the runs of its second
+    round and race over those of the second round alone).
+
+    With ``race`` > 0 the finalists race (:func:`_race`) on up to ``race`` times the
+    second round's runs in all.
+    """
     rng = np.random.default_rng(seed)
     n_fit, n_sel = (int(runs * f) for f in DEFAULT_SPLITS[:2])
     n_test, budget = runs - n_fit - n_sel, n_fit + n_sel
@@ -113,18 +127,44 @@ def search(laws: dict[str, tuple[np.ndarray, np.ndarray]], runs: int, rule: Rule
     key = (lambda n: tests[n].promise) if rule.point_halving else (
         lambda n: tests[n].pessimistic)
     finalists = sorted(names, key=lambda n: -key(n))[:rule.finalists]
-    for n in finalists:
-        counts[n] = [c + rng.multinomial(extra, w) for c, w in zip(counts[n], laws[n],
-                                                                   strict=True)]
-    tests = {n: best_test(*counts[n], n_test, alpha, rng, rule.folds) for n in finalists}
-    lead = max(finalists, key=(lambda n: tests[n].point) if rule.point_witness else (
+
+    spent = [0]
+
+    def more(pairs: list[str], k: int) -> dict[str, Best]:
+        spent[0] += k * len(pairs)
+        for n in pairs:
+            counts[n] = [c + rng.multinomial(k, w) for c, w in zip(counts[n], laws[n],
+                                                                    strict=True)]
+        return {n: best_test(*counts[n], n_test, alpha, rng, rule.folds) for n in pairs}
+
+    tests = more(finalists, extra)
+    if race > 0:
+        tests = _race(tests, more, extra, race * extra * len(finalists))
+    lead = max(tests, key=(lambda n: tests[n].point) if rule.point_witness else (
         lambda n: (tests[n].pessimistic, tests[n].point)))
     t, (p, q) = tests[lead], laws[lead]
     event = t.sign * atom_ranks(smoothed_log_ratio(*counts[lead])) >= t.threshold
     tp, fp = rng.binomial(n_test, p[event].sum()), rng.binomial(n_test, q[event].sum())
     eps, _ = t.statistic.bound(Counts(int(tp), n_test, int(fp), n_test, t.orientation),
                                delta=0.0, alpha=alpha)
-    return lead, eps, finalists
+    return lead, eps, finalists, spent[0] / (extra * len(finalists))
+
+
+def _race(tests: dict[str, Best], more: Any, step: int, cap: float) -> dict[str, Best]:
+    """Successive elimination (Maron and Moore 1997): every round, the pairs whose
+    first-ranked test trails the leader's by more than one standard error of the two
+    events' log-ratios drop out, the rest get ``step`` more runs each and are refitted,
+    until one is left or ``cap`` runs (the second round's included) are spent."""
+    spent = step * len(tests)
+    while len(tests) > 1 and spent < cap:
+        lead = max(tests, key=lambda n: tests[n].point)
+        alive = [n for n in tests if n == lead or tests[lead].point - tests[n].point
+                 <= float(np.hypot(tests[lead].se, tests[n].se))]
+        if len(alive) == 1:
+            return {lead: tests[lead]}
+        tests = more(alive, step)
+        spent += step * len(alive)
+    return tests
 
 
 # What the audit did before (two finalists, read pessimistically, tables in halves), one
@@ -141,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--confidence", type=float, default=0.9)
     ap.add_argument("--reference", type=float, default=0.0859,
                     help="a bound to count the seeds reaching (DP-Sniper's for SVT2)")
+    ap.add_argument("--race", type=float, default=0.0,
+                    help="race the finalists on up to this many times the second round's "
+                         "runs (0: no race, the audit's rule)")
     ap.add_argument("--rules", default=",".join(str(i) for i in range(len(RULES))),
                     help="which rules to replay, by position (0: the oldest; "
                          f"{len(RULES) - 1}: the audit's)")
@@ -157,14 +200,16 @@ def main(argv: list[str] | None = None) -> int:
     best = max(laws, key=lambda n: max(ceiling(*laws[n], args.runs, alpha),
                                        ceiling(*laws[n][::-1], args.runs, alpha)))
     for rule in rules:
-        out = [search(laws, args.runs, rule, alpha, s)
+        out = [search(laws, args.runs, rule, alpha, s, args.race)
                for s in range(args.seeds)]
         eps = np.array([o[1] for o in out])
         chosen = Counter(o[0] for o in out).most_common(3)
+        cost = np.array([o[3] for o in out])
         final = sum(best in o[2] for o in out)
         print(f"  {rule.name}: mean bound {eps.mean():.4f}, >= {args.reference} on "
               f"{np.mean(eps >= args.reference):.2f} of seeds, > {EPSILON} on "
-              f"{np.mean(eps > EPSILON):.2f}; {best} a finalist on {final}\n"
+              f"{np.mean(eps > EPSILON):.2f}; {best} a finalist on {final}; second round "
+              f"and race {cost.mean():.2f} x the second round (at most {cost.max():.2f})\n"
               f"    witnesses {chosen}", flush=True)
     return 0
 

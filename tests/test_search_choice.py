@@ -33,9 +33,13 @@ def test_a_replayed_search_chooses_among_its_finalists() -> None:
     laws = {n: tuple(law(x) for x in query_pair(n, k, far=far_distance(EPSILON)))
             for n in QUERY_PATTERNS}
     for seed, rule in enumerate(choice.RULES):
-        witness, eps, finalists = choice.search(laws, 200_000, rule, 0.1, seed)
-        assert len(finalists) == rule.finalists and witness in finalists
+        witness, eps, finalists, cost = choice.search(laws, 200_000, rule, 0.1, seed)
+        assert len(finalists) == rule.finalists and witness in finalists and cost == 1.0
         assert np.isfinite(eps) and eps >= 0.0
+    # A race spends at most its cap (and a last round of two pairs), and ends on a finalist.
+    witness, eps, finalists, cost = choice.search(laws, 200_000, choice.RULES[-1], 0.1, 0,
+                                                  race=4.0)
+    assert witness in finalists and 1.0 <= cost <= 4.0 + 1.0 / FINALISTS + 1e-9
     assert choice.RULES[-1] == choice.Rule(FINALISTS, True, True)  # the audit's own
 
 
