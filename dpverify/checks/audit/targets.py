@@ -664,23 +664,25 @@ def reproducibility_note(block: Callable[..., np.ndarray], name: str, k: int) ->
     """A note when two calls of ``block`` on one seed differ, else ``None``.
 
     Randomness from anywhere but the ``rng`` argument (numpy's or torch's global
-    generator, the clock) leaves every run independent, so the bound stays valid, but a
-    rerun with the same seed gives other figures: a CI job that audits it flickers.
+    generator, the clock) or arithmetic that is not deterministic (atomic additions on a
+    GPU) leaves every run independent, so the bound stays valid, but a rerun with the same
+    seed gives other figures: a CI job that audits it flickers.
 
     Examples
     --------
     >>> block = lambda ss, k, i: np.random.default_rng(ss).random((k, 1))
     >>> reproducibility_note(block, "m:f", 8) is None
     True
-    >>> reproducibility_note(lambda ss, k, i: np.random.random((k, 1)), "m:f", 8)[:46]
-    'target m:f draws randomness outside its rng ar'
+    >>> reproducibility_note(lambda ss, k, i: np.random.random((k, 1)), "m:f", 8)[:44]
+    'target m:f is not reproducible from its rng '
     """
     first, again = (block(np.random.SeedSequence(SEED_PROBE), k, 0) for _ in range(2))
     if np.array_equal(first, again, equal_nan=True):
         return None
-    return (f"target {name} draws randomness outside its rng argument (two calls on one "
-            "seed differ): the bound holds, but a rerun with the same seed gives other "
-            "figures; draw all noise from rng (for torch, a torch.Generator seeded from it)")
+    return (f"target {name} is not reproducible from its rng argument (two calls on one "
+            "seed differ: noise drawn elsewhere, or arithmetic that is not deterministic): "
+            "the bound holds, but a rerun with the same seed gives other figures; draw all "
+            "noise from rng (for torch, a torch.Generator seeded from it)")
 
 
 def plain_ledger(setup: AuditSetup) -> Ledger:
