@@ -102,7 +102,10 @@ def test_trials_keep_the_fixed_size_audit(mod: str, capsys) -> None:  # noqa: AN
 
 def test_schedule_looks_and_options() -> None:
     assert Schedule(max_trials=5000, first=1000).looks() == [1000, 2000, 4000, 5000]
-    assert Schedule.for_mode("whitebox").detect == 1.1
+    assert Schedule.for_mode("whitebox").for_claim("whitebox", 0.0).detect == 1.1
+    # Laplace, the pure-DP reference, is caught cheaply: a pure-DP claim is asked for more.
+    assert Schedule.for_mode("blackbox").for_claim("blackbox", 0.0).detect == 1.25
+    assert Schedule.for_mode("blackbox", detect=2.0).for_claim("blackbox", 0.0).detect == 2.0
     with pytest.raises(InputError, match="detect"):
         Schedule(detect=0.5)
     with pytest.raises(InputError, match="sequential"):

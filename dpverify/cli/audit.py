@@ -8,8 +8,8 @@ violation of ``--detect`` times the claim (INCONCLUSIVE, "underpowered"), 2 on b
 
 Without ``--trials``, black-box and white-box audits are sequential
 (:mod:`dpverify.checks.audit.sequential`): they sample in rounds until they prove a violation or
-their detectable epsilon falls to ``--detect`` times the claim (default 1.5 black-box,
-1.1 white-box), within ``--max-trials`` runs per world.
+their detectable epsilon falls to ``--detect`` times the claim (default 2 black-box, 1.25
+for a pure-DP claim, 1.1 white-box), within ``--max-trials`` runs per world.
 
 Examples
 --------
@@ -27,7 +27,11 @@ from typing import Any
 from dpverify.checks.audit.check import DEFAULT_TRIALS, audit, execution_from_context
 from dpverify.checks.audit.distinguishers import AUTO, DISTINGUISHERS
 from dpverify.checks.audit.result import MODES, AuditResult
-from dpverify.checks.audit.sequential import DEFAULT_DETECT, DEFAULT_MAX_TRIALS
+from dpverify.checks.audit.sequential import (
+    DEFAULT_DETECT,
+    DEFAULT_MAX_TRIALS,
+    PURE_DP_DETECT,
+)
 from dpverify.checks.base import RunContext
 from dpverify.cli.app import add_claim_arguments, parse_params
 from dpverify.core.data import QUERY_PATTERNS, QUERY_RELATIONS
@@ -62,7 +66,8 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--detect", type=float, default=None, metavar="R",
                    help="a sequential audit stops with PASS once it would catch a violation "
                         "of R x the claimed epsilon (default: "
-                        + ", ".join(f"{k} {v}" for k, v in DEFAULT_DETECT.items()) + ")")
+                        + ", ".join(f"{k} {v}" for k, v in DEFAULT_DETECT.items())
+                        + f"; black-box at delta 0: {PURE_DP_DETECT})")
     p.add_argument("--max-trials", type=int, default=None,
                    help="a sequential audit's budget of runs per neighbouring dataset "
                         "(default: " + ", ".join(f"{k} {v:,}" for k, v in
