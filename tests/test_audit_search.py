@@ -43,7 +43,7 @@ def box_mean(data, rng, trials, sensitivity=2.0):
     return np.round(out * 2.0**12) / 2.0**12
 
 def box_mean_half(data, rng, trials):
-    """The same with the sensitivity of records in the unit ball (half): 2-DP."""
+    """The same at half the noise: 2-DP, claimed 1."""
     return box_mean(data, rng, trials, sensitivity=1.0)
 
 def one_pair():
@@ -102,10 +102,10 @@ def test_search_over_dataset_canaries_for_registered_targets() -> None:
 
 def test_a_users_dataset_mechanism_is_searched_by_default(user_mod: str) -> None:
     """With no pair given, a user's mechanism on data meets every dataset canary: a mean
-    clipped per coordinate whose noise assumes records of the unit ball (true epsilon 2,
-    claimed 1) moves twice as far between opposite corners of the box as between any
-    records of the ball, and fails; the calibrated one passes. A false FAIL has
-    probability at most 0.05 (the default confidence); the seed is fixed."""
+    clipped per coordinate at half the noise its claim needs (true epsilon 2, claimed 1)
+    reaches its worst case only between opposite corners of the box, where every
+    coordinate moves by the whole range, and fails there; the calibrated one passes. A
+    false FAIL has probability at most 0.05 (the default confidence); the seed is fixed."""
     o = BlackBoxOptions(epsilon=1.0, delta=0.0, relation="replace_one", trials=20000)
     bad = audit_blackbox(f"{user_mod}:box_mean_half", o)
     assert bad.details["pairs"] == ["fresh_direction", "clip_boundary", "outlier",
