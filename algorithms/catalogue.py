@@ -451,7 +451,7 @@ def numerical_svt(answers: np.ndarray, rng: np.random.Generator, trials: int) ->
     a = _answers(answers)
     c, shape = NUMERICAL_C, (trials, a.shape[1])
     rho = rng.laplace(0.0, 3.0 / EPSILON, size=(trials, 1))
-    above = a + rng.laplace(0.0, 6.0 * c / EPSILON, size=shape) >= 1.0 + rho
+    above = _above_threshold(a + rng.laplace(0.0, 6.0 * c / EPSILON, size=shape), rho, 1.0)
     released = a + discrete_laplace(rng, 3.0 * c / EPSILON, shape)
     return _cut_after(above, released, SVT3_BELOW, SVT3_ABORTED, c)
 

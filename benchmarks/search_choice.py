@@ -21,8 +21,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 from ceiling import LAWS, ceiling  # beside this script
@@ -128,10 +128,11 @@ def search(laws: dict[str, tuple[np.ndarray, np.ndarray]], runs: int, rule: Rule
         lambda n: tests[n].pessimistic)
     finalists = sorted(names, key=lambda n: -key(n))[:rule.finalists]
 
-    spent = [0]
+    spent = 0
 
     def more(pairs: list[str], k: int) -> dict[str, Best]:
-        spent[0] += k * len(pairs)
+        nonlocal spent
+        spent += k * len(pairs)
         for n in pairs:
             counts[n] = [c + rng.multinomial(k, w) for c, w in zip(counts[n], laws[n],
                                                                     strict=True)]
@@ -147,10 +148,11 @@ def search(laws: dict[str, tuple[np.ndarray, np.ndarray]], runs: int, rule: Rule
     tp, fp = rng.binomial(n_test, p[event].sum()), rng.binomial(n_test, q[event].sum())
     eps, _ = t.statistic.bound(Counts(int(tp), n_test, int(fp), n_test, t.orientation),
                                delta=0.0, alpha=alpha)
-    return lead, eps, finalists, spent[0] / (extra * len(finalists))
+    return lead, eps, finalists, spent / (extra * len(finalists))
 
 
-def _race(tests: dict[str, Best], more: Any, step: int, cap: float) -> dict[str, Best]:
+def _race(tests: dict[str, Best], more: Callable[[list[str], int], dict[str, Best]],
+          step: int, cap: float) -> dict[str, Best]:
     """Successive elimination (Maron and Moore 1997): every round, the pairs whose
     first-ranked test trails the leader's by more than one standard error of the two
     events' log-ratios drop out, the rest get ``step`` more runs each and are refitted,

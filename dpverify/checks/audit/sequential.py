@@ -97,15 +97,11 @@ class Schedule:
     probability: float = DETECT_PROBABILITY
 
     def __post_init__(self) -> None:
-        if self.detect is None:
-            return self._check_sizes()
-        check_positive(self.detect, "detect")
-        if self.detect < 1:
-            raise InputError(f"detect must be >= 1 (a multiple of the claimed epsilon), got "
-                             f"{self.detect!r}")
-        self._check_sizes()
-
-    def _check_sizes(self) -> None:
+        if self.detect is not None:
+            check_positive(self.detect, "detect")
+            if self.detect < 1:
+                raise InputError(f"detect must be >= 1 (a multiple of the claimed epsilon), "
+                                 f"got {self.detect!r}")
         check_positive(self.max_trials, "max_trials", integer=True)
         check_positive(self.first, "first round", integer=True)
         check_detect_probability(self.probability)

@@ -652,7 +652,8 @@ def sample(setup: AuditSetup, data: Any, trials: int, seed: np.random.SeedSequen
     if not setup.rng_probed:
         setup.rng_probed = True
         note = reproducibility_note(block, setup.name, min(trials, PROBE_RUNS))
-        setup.notes.extend([note] if note else [])
+        if note:
+            setup.notes.append(note)
     return np.concatenate(blocks, axis=0)
 
 
