@@ -114,6 +114,20 @@ def test_a_users_dataset_mechanism_is_searched_by_default(user_mod: str) -> None
     assert audit_blackbox(f"{user_mod}:box_mean", o).verdict.value == "PASS"
 
 
+def test_the_search_is_not_led_by_a_handful_of_runs(user_mod: str) -> None:
+    """The calibrated box mean's worst case is between the box's corners, and the audit's
+    bound gets there: a far tail where 5 runs of one world and none of the other fall
+    beyond a threshold reads as a point estimate of 1.4 to 2.1 and, when taken for the
+    pair's promise, sent the search to other pairs (bounds 0.06, 0.28 on seeds 0 and 2
+    here). Measured over seeds 0 to 7 at these sizes, the bound through the box corners
+    is 0.85 to 0.98; each seed is fixed, so the test is deterministic."""
+    for seed in range(4):
+        r = audit_blackbox(f"{user_mod}:box_mean", BlackBoxOptions(
+            epsilon=1.0, delta=0.0, relation="replace_one", trials=20000, seed=seed))
+        assert r.verdict.value == "PASS" and r.details["pair"] == "box_corners"
+        assert r.epsilon_lower >= 0.8, (seed, r.epsilon_lower)
+
+
 def test_pure_dp_audits_of_a_laplace_mechanism(user_mod: str,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     """``--delta 0``: calibrated Laplace passes, half its scale fails (true epsilon 2)."""
