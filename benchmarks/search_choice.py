@@ -28,7 +28,13 @@ import numpy as np
 from ceiling import LAWS, ceiling  # beside this script
 
 from algorithms.catalogue import EPSILON
-from dpverify.checks.audit.blackbox import DEFAULT_SPLITS, FINALISTS, TABLE_FOLDS, TABLE_LEVEL
+from dpverify.checks.audit.blackbox import (
+    DEFAULT_SPLITS,
+    FINALISTS,
+    MIN_EVENT_RUNS,
+    TABLE_FOLDS,
+    TABLE_LEVEL,
+)
 from dpverify.checks.audit.distinguishers import (
     atom_ranks,
     crossfitted_ranks,
@@ -49,13 +55,15 @@ class Rule:
     point_halving: bool
     point_witness: bool
     folds: int = TABLE_FOLDS
+    min_runs: int = 0  # an event's promise is read first where this many runs are in and out
 
     @property
     def name(self) -> str:
         reading = {True: "point", False: "pessimistic"}
         return (f"{self.finalists} finalists by {reading[self.point_halving]} estimates, "
                 f"the witness by {reading[self.point_witness]} ones, tables in "
-                f"{self.folds} folds")
+                f"{self.folds} folds" + (f", events of {self.min_runs} runs first"
+                                         if self.min_runs else ""))
 
 
 @dataclass(frozen=True)
@@ -69,8 +77,14 @@ class Best:
     threshold: float
     statistic: object
     orientation: str
-    promise: float = 0.0
+    promise: tuple[bool, float] = (True, 0.0)
     counts: tuple[float, float] = (0.0, 0.0)  # the event's runs on each world, as read
+    enough: bool = True  # whether min_runs runs of both worlds are in the event and out
+
+    @property
+    def read(self) -> tuple[bool, float]:
+        """The test's promise as the audit reads it: events of enough runs first."""
+        return self.enough, self.point
 
     @property
     def se(self) -> float:
@@ -79,15 +93,17 @@ class Best:
 
 
 def best_test(c_D: np.ndarray, c_Dp: np.ndarray, n_test: int, alpha: float,
-              rng: np.random.Generator, folds: int) -> Best:
+              rng: np.random.Generator, rule: Rule) -> Best:
     """The best test of a pair's table, ranked as the search ranks it: each fold of the
     runs scored by its atoms' ranks in the table of the other folds, pessimistic rates
     first, point estimates next."""
+    folds = rule.folds
     share = [1.0 / folds] * folds
     f_D = np.array([rng.multinomial(c, share) for c in c_D]).T  # (folds, atoms)
     f_Dp = np.array([rng.multinomial(c, share) for c in c_Dp]).T
     scores = crossfitted_ranks(f_D, f_Dp)
-    best, promise = None, -np.inf
+    best, promise = None, (False, -np.inf)
+    pooled = c_D.sum() + c_Dp.sum()
     for sign in (1.0, -1.0):
         th = np.unique(sign * scores)
         a1, a0 = (np.array([f[sign * scores >= t].sum() for t in th], float)
@@ -99,9 +115,11 @@ def best_test(c_D: np.ndarray, c_Dp: np.ndarray, n_test: int, alpha: float,
             for o, r, f in zip(st.orientations, pess, point, strict=True):
                 j = int(np.lexsort((-f, -r))[0])
                 hits = (a1[j], a0[j]) if o != "D'" else (c_Dp.sum() - a0[j], c_D.sum() - a1[j])
+                inside = a1[j] + a0[j]
                 cand = Best(float(r[j]), float(f[j]), sign, float(th[j]), st, o,
-                            counts=(float(hits[0]), float(hits[1])))
-                promise = max(promise, cand.point)
+                            counts=(float(hits[0]), float(hits[1])),
+                            enough=min(inside, pooled - inside) >= rule.min_runs)
+                promise = max(promise, cand.read)
                 if best is None or (cand.pessimistic, cand.point) > (best.pessimistic,
                                                                      best.point):
                     best = cand
@@ -123,10 +141,10 @@ def search(laws: dict[str, tuple[np.ndarray, np.ndarray]], runs: int, rule: Rule
     first, names = budget // 2, list(laws)
     extra = (budget - first) * len(names) // rule.finalists
     counts = {n: [rng.multinomial(first, w) for w in laws[n]] for n in names}
-    tests = {n: best_test(*counts[n], n_test, 0.05, rng, rule.folds) for n in names}
+    tests = {n: best_test(*counts[n], n_test, 0.05, rng, rule) for n in names}
     key = (lambda n: tests[n].promise) if rule.point_halving else (
-        lambda n: tests[n].pessimistic)
-    finalists = sorted(names, key=lambda n: -key(n))[:rule.finalists]
+        lambda n: (True, tests[n].pessimistic))
+    finalists = sorted(names, key=key, reverse=True)[:rule.finalists]
 
     spent = 0
 
@@ -136,12 +154,12 @@ def search(laws: dict[str, tuple[np.ndarray, np.ndarray]], runs: int, rule: Rule
         for n in pairs:
             counts[n] = [c + rng.multinomial(k, w) for c, w in zip(counts[n], laws[n],
                                                                     strict=True)]
-        return {n: best_test(*counts[n], n_test, alpha, rng, rule.folds) for n in pairs}
+        return {n: best_test(*counts[n], n_test, alpha, rng, rule) for n in pairs}
 
     tests = more(finalists, extra)
     if race > 0:
         tests = _race(tests, more, extra, race * extra * len(finalists))
-    lead = max(tests, key=(lambda n: tests[n].point) if rule.point_witness else (
+    lead = max(tests, key=(lambda n: tests[n].read) if rule.point_witness else (
         lambda n: (tests[n].pessimistic, tests[n].point)))
     t, (p, q) = tests[lead], laws[lead]
     event = t.sign * atom_ranks(smoothed_log_ratio(*counts[lead])) >= t.threshold
@@ -172,7 +190,8 @@ def _race(tests: dict[str, Best], more: Callable[[list[str], int], dict[str, Bes
 # What the audit did before (two finalists, read pessimistically, tables in halves), one
 # change at a time, and the audit's rule (the last).
 RULES = (Rule(2, False, False, 2), Rule(2, True, False, 2), Rule(2, True, True, 2),
-         Rule(FINALISTS, True, True, 2), Rule(FINALISTS, True, True))
+         Rule(FINALISTS, True, True, 2), Rule(FINALISTS, True, True),
+         Rule(FINALISTS, True, True, min_runs=MIN_EVENT_RUNS))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from algorithms.catalogue import EPSILON
-from dpverify.checks.audit.blackbox import FINALISTS
+from dpverify.checks.audit.blackbox import FINALISTS, MIN_EVENT_RUNS
 from dpverify.checks.audit.distinguishers import resolve_distinguishers, smoothed_log_ratio
 from dpverify.core.data import QUERY_PATTERNS, far_distance, query_pair
 
@@ -40,7 +41,12 @@ def test_a_replayed_search_chooses_among_its_finalists() -> None:
     witness, eps, finalists, cost = choice.search(laws, 200_000, choice.RULES[-1], 0.1, 0,
                                                   race=4.0)
     assert witness in finalists and 1.0 <= cost <= 4.0 + 1.0 / FINALISTS + 1e-9
-    assert choice.RULES[-1] == choice.Rule(FINALISTS, True, True)  # the audit's own
+    assert choice.RULES[-1] == choice.Rule(FINALISTS, True, True,  # the audit's own
+                                           min_runs=MIN_EVENT_RUNS)
+    # Where every event is too thin to read first, pairs are ordered as with no such rule.
+    thin = [choice.search(laws, 200_000, replace(choice.RULES[-1], min_runs=m), 0.1, 1)
+            for m in (0, 10**9)]
+    assert thin[0] == thin[1]
 
 
 def test_the_replayed_table_scores_outcomes_as_the_histogram_distinguisher_does() -> None:
