@@ -48,6 +48,15 @@ def box_mean_half(data, rng, trials):
 
 def one_pair():
     return np.array([1.0]), np.array([2.0])
+
+def answers_one_up():
+    return np.array([1.0, 1.0, 1.0]), np.array([2.0, 1.0, 1.0])
+
+def answers_all_move():
+    return np.array([1.0, 1.0, 1.0]), np.array([0.0, 2.0, 2.0])
+
+def answers_far():
+    return np.array([0.0, 0.0, 0.0]), np.array([5.0, 0.0, 0.0])
 '''
 
 
@@ -94,6 +103,29 @@ def test_undeclared_callables_take_queries_from_params(user_mod: str) -> None:
         prepare(f"{user_mod}:laplace", epsilon=1.0, delta=0.0, relation="componentwise")
 
 
+def test_a_users_answer_vectors_are_neighbours_of_answers(user_mod: str) -> None:
+    """A pair function's vectors for a target taking query answers are checked as answers
+    (not as datasets of one-number records): under the stated relation, or, where none is
+    stated, the narrowest one they satisfy, which the built-in patterns then follow."""
+    s = prepare(f"{user_mod}:noisy_max")  # declared componentwise
+    [p] = make_pairs(s, f"{user_mod}:answers_all_move")
+    assert p.D_prime.tolist() == [0.0, 2.0, 2.0] and s.relation == "componentwise"
+    with pytest.raises(InputError, match=r"\[5.0, 0.0, 0.0\], is not neighbouring under "
+                                         "--relation componentwise"):
+        make_pairs(s, f"{user_mod}:answers_far")
+    with pytest.raises(InputError, match="vector of the target's 3 query answers, got"):
+        make_pairs(s, f"{user_mod}:one_pair")
+    for pairs, relation, n in (("answers_one_up", "add_remove", 3),
+                               ("answers_all_move", "componentwise", 9)):
+        s = prepare(f"{user_mod}:laplace", epsilon=1.0, delta=0.0, params={"queries": 3})
+        assert len(make_pairs(s, f"{user_mod}:{pairs},search")) == n
+        assert s.relation == relation
+    s = prepare(f"{user_mod}:laplace", epsilon=1.0, delta=0.0, relation="add_remove",
+                params={"queries": 3})
+    with pytest.raises(InputError, match="not neighbouring under --relation add_remove"):
+        make_pairs(s, f"{user_mod}:answers_all_move")
+
+
 def test_search_over_dataset_canaries_for_registered_targets() -> None:
     s = prepare("gaussian_mechanism:sound")
     assert [p.label for p in make_pairs(s, "search")] == ["fresh_direction", "clip_boundary",
@@ -111,6 +143,8 @@ def test_a_users_dataset_mechanism_is_searched_by_default(user_mod: str) -> None
     assert bad.details["pairs"] == ["fresh_direction", "clip_boundary", "outlier",
                                     "box_corners", "random"]
     assert bad.verdict.value == "FAIL" and bad.details["pair"] == "box_corners"
+    assert (bad.evidence["witness"]["record_D"], bad.evidence["witness"]["record_D_prime"]) \
+        == ([1.0, 1.0], [-1.0, -1.0])
     assert audit_blackbox(f"{user_mod}:box_mean", o).verdict.value == "PASS"
 
 
@@ -135,7 +169,7 @@ def test_pure_dp_audits_of_a_laplace_mechanism(user_mod: str,
             "--trials", "20000", "--quiet"]
     assert main(["audit", f"{user_mod}:laplace", *base]) == 0
     out = capsys.readouterr().out
-    assert "delta 0)" in out and "PASS" in out
+    assert "delta 0, replace-one)" in out and "PASS" in out
     assert main(["audit", f"{user_mod}:laplace_half_scale", *base]) == 1
     assert "FAIL" in capsys.readouterr().out
     # Sequential (no --trials): the betting e-process finds the same, and names its witness.

@@ -30,6 +30,7 @@ from dpverify.core.curator import Ledger
 from dpverify.core.data import (
     PAIR_GENERATORS,
     QUERY_PATTERNS,
+    QUERY_RELATIONS,
     Dataset,
     NeighbourPair,
     as_dataset,
@@ -38,6 +39,7 @@ from dpverify.core.data import (
     check_query_relation,
     far_distance,
     make_pair,
+    query_neighbours,
     query_pair,
     query_search_pairs,
     synthetic_classification,
@@ -170,7 +172,15 @@ class Pair:
         """
         out: dict[str, Any] = {"label": self.label}
         if self.pair is not None:
-            out.update(relation=self.pair.relation, index=self.pair.index)
+            pr = self.pair
+            out.update(relation=pr.relation, index=pr.index)
+            # The record that differs: in D and in D' (replace-one), or the one that is in
+            # the larger of the two only (add/remove).
+            big = pr.D if pr.D.n >= pr.D_prime.n else pr.D_prime
+            rows = {"record_D": pr.D, "record_D_prime": pr.D_prime} if (
+                pr.relation == "replace_one") else {"record": big}
+            out.update({k: ds.X[pr.index].tolist() for k, ds in rows.items()
+                        if ds.d <= 64})
         for key, v in (("D", self.D), ("D_prime", self.D_prime)):
             try:  # a short vector of numbers; datasets and (X, y) tuples are left out
                 arr = np.asarray(v, dtype=float)
@@ -393,8 +403,9 @@ def make_pairs(setup: AuditSetup, neighbours: str | Sequence[str] | None) -> lis
     """Neighbouring inputs from built-in generators or a user's ``module:function``.
 
     For a callable target audited without a stated relation, the relation is read off the
-    user's pairs (same size: replace-one; one record more: add/remove) and the built-in
-    generators follow it; a stated relation the user's pair does not have is an error.
+    user's pairs (same size: replace-one; one record more: add/remove; vectors of query
+    answers: the narrowest relation of answers they satisfy) and the built-in generators
+    follow it; a stated relation the user's pair does not have is an error.
     ``search`` stands for every built-in generator of the target's input: StatDP's
     patterns the relation allows for query answers, the dataset canaries otherwise. A
     user's function may return one pair ``(D, D_prime)`` or a list of them.
@@ -409,14 +420,18 @@ def make_pairs(setup: AuditSetup, neighbours: str | Sequence[str] | None) -> lis
                                         else AUTO_NEIGHBOURS))
     if not specs:
         raise InputError("no neighbouring-pair generator given")
+    mine = {spec: _user_pairs(setup, spec) for spec in specs if ":" in spec}
+    if setup.queries is None:
+        _settle_relation(setup, [p for ps in mine.values() for p in ps if p.pair is not None])
+    else:
+        _settle_query_relation(setup, [p for ps in mine.values() for p in ps])
+    # The built-in pairs follow the relation settled on the user's.
     specs = [x for spec in specs for x in _expand_search(setup, spec)]
     seeds = seed_streams(seed_streams(setup.seed, SEED_PAIRS + 1)[SEED_PAIRS], len(specs))
-    mine = {i: _user_pairs(spec) for i, spec in enumerate(specs) if ":" in spec}
-    _settle_relation(setup, [p for ps in mine.values() for p in ps if p.pair is not None])
     out: list[Pair] = []
-    for i, (spec, ss) in enumerate(zip(specs, seeds, strict=True)):
-        if i in mine:
-            out.extend(mine[i])
+    for spec, ss in zip(specs, seeds, strict=True):
+        if spec in mine:
+            out.extend(mine[spec])
         elif setup.queries is not None:
             out.append(_query_pair(setup, spec))
         else:
@@ -465,20 +480,23 @@ def _dataset_pair(setup: AuditSetup, spec: str, rng: np.random.Generator) -> Pai
     return Pair(spec, np_.D, np_.D_prime, np_)
 
 
-def _user_pairs(spec: str) -> list[Pair]:
+def _user_pairs(setup: AuditSetup, spec: str) -> list[Pair]:
     """Call a user's pair function; its datasets (or ``(X, y)`` tuples, or arrays) give the
-    relation, while the target receives exactly what the function returned."""
+    relation, while the target receives exactly what the function returned. For a target
+    taking query answers each side is a vector of them."""
     try:
         res = load_callable(spec)()
     except InputError:
         raise
     except Exception as e:
         raise InputError(f"neighbour function {spec} raised {type(e).__name__}: {e}") from e
+    as_pair = _as_pair if setup.queries is None else (
+        lambda label, r: _as_query_pair(label, r, setup.queries))
     if isinstance(res, tuple) and len(res) == 2:
-        return [_as_pair(spec, res)]
+        return [as_pair(spec, res)]
     if isinstance(res, list) and res and all(isinstance(r, tuple) and len(r) == 2
                                              for r in res):
-        return [_as_pair(f"{spec}[{i}]", r) for i, r in enumerate(res)]
+        return [as_pair(f"{spec}[{i}]", r) for i, r in enumerate(res)]
     raise InputError(f"neighbour function {spec} must return (D, D_prime) or a list of such "
                      f"pairs, got {type(res).__name__}")
 
@@ -491,6 +509,39 @@ def _as_pair(label: str, res: tuple[Any, Any]) -> Pair:
     except (TypeError, ValueError, InputError):  # objects of the user's own: no relation
         return Pair(label, res[0], res[1], None)
     return Pair(label, res[0], res[1], NeighbourPair.from_datasets(D, D2, label))
+
+
+def _as_query_pair(label: str, res: tuple[Any, Any], queries: int) -> Pair:
+    sides = []
+    for v, side in zip(res, ("D", "D'"), strict=True):
+        check_finite(v, f"neighbour function {label}: {side}")
+        try:
+            arr = np.asarray(v, dtype=float)
+        except (TypeError, ValueError):
+            arr = None
+        if arr is None or arr.shape != (queries,):
+            raise InputError(f"neighbour function {label}: {side} must be a vector of the "
+                             f"target's {queries} query answers, got "
+                             f"{np.shape(v) if arr is not None else type(v).__name__}")
+        sides.append(arr)
+    return Pair(label, *sides)
+
+
+def _settle_query_relation(setup: AuditSetup, pairs: Sequence[Pair]) -> None:
+    """Check a user's answer vectors against the stated relation, or, where none is
+    stated, audit under the narrowest relation every pair satisfies."""
+    names = [setup.relation] if setup.relation_given else list(QUERY_RELATIONS)
+    for p in pairs:
+        names = [r for r in names if query_neighbours(p.D, p.D_prime, r)]
+        if not names:
+            stated = (f"under --relation {setup.relation}" if setup.relation_given else
+                      f"under any relation of query answers {QUERY_RELATIONS}")
+            raise InputError(
+                f"the pair from {p.label}, {p.D.tolist()} and {p.D_prime.tolist()}, is not "
+                f"neighbouring {stated}: every answer moves by at most 1 under componentwise, "
+                "one answer under add_remove, one up and one down under replace_one")
+    if pairs:
+        setup.relation = names[0]
 
 
 def _settle_relation(setup: AuditSetup, pairs: Sequence[Pair]) -> None:
