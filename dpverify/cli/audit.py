@@ -118,8 +118,9 @@ def summary(res: AuditResult) -> str:
       PASS: no violation above epsilon = 1.8 at confidence 0.9 (false alarms at most 0.05)
     """
     d = res.details
+    relation = f", {d['relation'].replace('_', '-')}" if d.get("relation") else ""
     lines = [f"audit of {res.target} ({res.mode}, {res.trials} trials, "
-             f"confidence {res.confidence:g}, delta {res.delta:g})"]
+             f"confidence {res.confidence:g}, delta {res.delta:g}{relation})"]
     if d.get("stop"):
         lines.append(f"  sequential: {_STOPS[d['stop']]} after {res.trials} trials per world"
                      + (f" (e-value at the claim {d['e_value']:.3g})" if "e_value" in d
@@ -134,6 +135,12 @@ def summary(res: AuditResult) -> str:
     witness = res.evidence.get("witness") or {}
     if "D" in witness and "D_prime" in witness:
         lines.append(f"  witness             D = {witness['D']}, D' = {witness['D_prime']}")
+    elif "record" in witness:
+        lines.append(f"  witness             record {witness['index']} = {witness['record']}, "
+                     f"in one dataset of the pair only")
+    elif "record_D" in witness:
+        lines.append(f"  witness             record {witness['index']} = "
+                     f"{witness['record_D']} in D, {witness['record_D_prime']} in D'")
     for key in ("epsilon_lower_cp", "epsilon_lower_gdp"):
         if d.get(key) is not None and key != f"epsilon_lower_{res.bound}":
             lines.append(f"  {key:<19} {_fmt(d[key])}")
