@@ -171,3 +171,7 @@ def test_a_pure_dp_claim_is_audited_past_its_laplace_reference() -> None:
     r = audit("algorithms.catalogue:rnm3", sequential=True, accountant=False)
     assert r.verdict.value == "FAIL" and r.details["detect"] == 1.25
     assert r.trials > 16000
+    # A rejected grid epsilon is a strict bound: the claim itself rejected reads "above".
+    assert r.epsilon_lower >= r.epsilon_claimed
+    assert r.message().startswith(f"epsilon > {r.epsilon_lower:.4g} (betting")
+    assert f">= claimed {r.epsilon_claimed:.4g}" in r.message()

@@ -131,7 +131,8 @@ def summary(res: AuditResult) -> str:
         how += f", distinguisher {d['distinguisher']}"
     if d.get("pair"):
         how += f", neighbours {d['pair']}"
-    lines.append(f"  epsilon_lower       {_fmt(res.epsilon_lower)}  ({how})")
+    strict = "> " if res.bound == "betting" and res.epsilon_lower > 0 else ""
+    lines.append(f"  epsilon_lower       {strict}{_fmt(res.epsilon_lower)}  ({how})")
     witness = res.evidence.get("witness") or {}
     if "D" in witness and "D_prime" in witness:
         lines.append(f"  witness             D = {witness['D']}, D' = {witness['D_prime']}")

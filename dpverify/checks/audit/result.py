@@ -135,9 +135,14 @@ class AuditResult:
         else:
             what = (f"{self.power_statement()} (false alarms at most "
                     f"{1 - self.confidence:.3g})")
-        return (f"epsilon_lower {self.epsilon_lower:.4g} ({self.bound}, {self.mode}, "
-                f"confidence {self.confidence:g}, {self.trials} trials) {rel} claimed "
-                f"{self.epsilon_claimed:.4g} at delta={self.delta:g}; accountant {acc}: {what}")
+        lower = f"epsilon_lower {self.epsilon_lower:.4g}"
+        if self.bound == "betting" and self.epsilon_lower > 0:
+            # A rejected grid epsilon proves the true one above it, never at it.
+            lower = f"epsilon > {self.epsilon_lower:.4g}"
+            rel = ">=" if v == Verdict.FAIL else rel
+        return (f"{lower} ({self.bound}, {self.mode}, confidence {self.confidence:g}, "
+                f"{self.trials} trials) {rel} claimed {self.epsilon_claimed:.4g} at "
+                f"delta={self.delta:g}; accountant {acc}: {what}")
 
     def _leak_note(self) -> str:
         """What a violation found in the outputs' bits means, when that is the evidence."""
