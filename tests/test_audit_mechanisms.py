@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -80,3 +82,33 @@ def test_histogram_canary_always_changes_bins() -> None:
         assert pr.relation == "replace_one"
         b = lambda x: np.clip(np.floor((x + 1) * 2), 0, 3)  # noqa: E731  (4 bins)
         assert b(pr.D.X[pr.index, 0]) != b(pr.D_prime.X[pr.index, 0])
+
+
+SNAPPED_SUM = '''
+import numpy as np
+
+def unclipped_sum(data, rng, trials):
+    """A sum released with Laplace noise for records in [-1, 1], its clip forgotten, on a
+    grid of 2^-20: a leak in the values (an outlier moves it far), none in the bits."""
+    X = np.asarray(data.X, dtype=float)
+    return np.round((X.sum() + rng.laplace(0.0, 2.0, (trials, 1))) * 2.0**20) / 2.0**20
+'''
+
+
+def test_a_value_leak_the_low_bits_test_finds_is_not_called_a_float_artefact(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On outputs whose last bits are all zero the low-bits table reads only signs and
+    exponents: its FAIL says the evidence is in the magnitudes, where the textbook float of
+    the test above keeps the note of a floating-point artefact. Seeded (0)."""
+    from dpverify.checks.audit import BlackBoxOptions, audit_blackbox
+    from dpverify.checks.audit.distinguishers import fit_lowbits
+
+    (tmp_path / "snapped_sum.py").write_text(SNAPPED_SUM)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    r = audit_blackbox("snapped_sum:unclipped_sum", BlackBoxOptions(
+        epsilon=1.0, delta=0.0, trials=20000, neighbours="outlier", distinguisher="lowbits"))
+    assert r.verdict.value == "FAIL" and r.details["low_bits_vary"] is False
+    assert "magnitudes" in r.message() and "Mironov" not in r.message()
+    rng = np.random.default_rng(0)
+    textbook = 0.5 + rng.laplace(size=(2000, 1))  # float64 arithmetic: every bit in use
+    assert fit_lowbits(textbook, textbook + 1.0, rng).low_bits_vary

@@ -444,9 +444,16 @@ def fit_lowbits(pos: np.ndarray, neg: np.ndarray, rng: np.random.Generator,
     True
     """
     f32 = float32_columns(np.vstack([_as2d(pos), _as2d(neg)]))
-    keys, table = _table(_bit_keys(pos, bits, f32).ravel(), _bit_keys(neg, bits, f32).ravel(),
-                         pseudo)
-    return lambda X: _lookup(keys, table, _bit_keys(X, bits, f32)).sum(axis=1)
+    kp, kn = _bit_keys(pos, bits, f32).ravel(), _bit_keys(neg, bits, f32).ravel()
+    keys, table = _table(kp, kn, pseudo)
+    scorer = lambda X: _lookup(keys, table, _bit_keys(X, bits, f32)).sum(axis=1)  # noqa: E731
+    # Double-precision outputs on a grid (snapped) have these bits all zero: the table then
+    # reads only signs and binary exponents, the outputs' magnitudes, and what it finds is
+    # in the values. Values that fit float32 are read at its width, whose last bits may be
+    # a coarse grid's or a float32 mechanism's: those count as varying.
+    scorer.low_bits_vary = bool(  # type: ignore[attr-defined]
+        f32.any() or (keys & ((1 << bits) - 1)).any())
+    return scorer
 
 
 def special_codes(X: np.ndarray, min_share: float = 0.01, min_count: int = 5

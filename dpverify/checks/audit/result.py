@@ -148,6 +148,10 @@ class AuditResult:
         """What a violation found in the outputs' bits means, when that is the evidence."""
         if self.details.get("distinguisher") != "lowbits":
             return ""
+        if self.details.get("low_bits_vary") is False:
+            return ("; the low-bits test read only the outputs' signs and binary exponents "
+                    "(their last bits are all zero: the outputs are on a grid), so the "
+                    "evidence is in their magnitudes, not a floating-point artefact")
         return ("; the evidence is in the outputs' floating-point bits, not their values: "
                 "arithmetic in floating point leaks the input through the low bits of a "
                 "release (Mironov 2012); draw the noise on a grid (snapping) or round the "

@@ -367,6 +367,8 @@ def _result(setup: AuditSetup, options: Mapping[str, Any], pairs: list[Pair],
         "instance": list(setup.notes),
         "pair": None if b is None else cands[b.candidate].pair,
         "distinguisher": None if b is None else cands[b.candidate].distinguisher,
+        "low_bits_vary": None if b is None else getattr(cands[b.candidate].scorer,
+                                                        "low_bits_vary", None),
     }
     evidence_out = {
         "rounds": history,
