@@ -66,6 +66,21 @@ def noisy_max(answers, rng, trials):
     a = np.asarray(answers, dtype=float)
     return np.argmax(a + rng.laplace(0, 2.0, (trials, a.size)), axis=1)[:, None] * 1.0
 
+def label_out(data, rng, trials):
+    return np.where(f(data, rng, trials) > 0, "yes", "no")
+
+def two_args(data, rng):
+    return f(data, rng, 1)
+
+def per_record(data, rng, trials):
+    """Randomized response on every record: one output per record."""
+    X, y = data
+    return np.where(rng.random((trials, len(X))) < 0.75, X[:, 0] > 0, X[:, 0] <= 0)
+
+def grow_pair():
+    (X, y), _ = pair()
+    return (X, y), (X[1:], y[1:])
+
 def pair():
     X = np.zeros((10, 1)); y = np.zeros(10)
     Xp = X.copy(); Xp[0] = 1.0
@@ -97,6 +112,9 @@ def mod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.Fixture
     ("f", "inf_label_pair", "neighbour function {m}:inf_label_pair: D'[1] holds inf at index 2"),
     ("nan_out", "pair", "target {m}:nan_out returned nan in row 3, entry 0"),
     ("complex_out", "pair", "target {m}:complex_out must return a real or boolean array"),
+    ("label_out", "pair", "encode labels or categories as integers"),
+    ("two_args", "pair", "a target takes exactly three arguments: f(data, rng, trials)"),
+    ("per_record", "grow_pair", "an output whose shape follows the dataset's size tells"),
     ("once", "pair", "rows of a block are not independent runs"),
     ("seeded", "pair", "blocks repeat each other"),
 ])

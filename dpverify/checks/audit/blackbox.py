@@ -52,6 +52,7 @@ from dpverify.checks.audit.targets import (
     Pair,
     RunOptions,
     accountant_epsilon,
+    check_same_shape,
     make_pairs,
     resolve_neighbours,
     sample,
@@ -352,9 +353,7 @@ def _promise(ranked: list[selection.PlannedTest], cands: list[Candidate], *,
 def _draw_pair(run: _Run, pi: int, n: int, stage: str) -> tuple[np.ndarray, np.ndarray]:
     out_D, out_Dp = run.draw(pi, 0, n, stage), run.draw(pi, 1, n, stage)
     pr = run.pairs[pi]
-    if out_D.shape[1:] != out_Dp.shape[1:]:
-        raise InputError(f"target {run.setup.name} returned outputs of different shapes "
-                         f"on D {out_D.shape[1:]} and D' {out_Dp.shape[1:]} ({pr.label})")
+    check_same_shape(run.setup, out_D, out_Dp, pr.label)
     run.shapes[pr.label] = list(out_D.shape[1:])
     run.search_runs[pi] = run.search_runs.get(pi, 0) + n
     return out_D, out_Dp

@@ -44,6 +44,7 @@ from dpverify.checks.audit.targets import (
     AuditSetup,
     Pair,
     accountant_epsilon,
+    check_same_shape,
     make_pairs,
     prepare,
     resolve_neighbours,
@@ -155,10 +156,7 @@ class _Stream:
         bs, ex = opts.get("block_size"), opts.get("execution")
         out_D = sample(setup, self.pair.D, k, sD, bs, ex)
         out_Dp = sample(setup, self.pair.D_prime, k, sDp, bs, ex)
-        if out_D.shape[1:] != out_Dp.shape[1:]:
-            raise InputError(f"target {setup.name} returned outputs of different shapes on "
-                             f"D {out_D.shape[1:]} and D' {out_Dp.shape[1:]} "
-                             f"({self.pair.label})")
+        check_same_shape(setup, out_D, out_Dp, self.pair.label)
         self.D.append(out_D)
         self.D_prime.append(out_Dp)
 

@@ -581,9 +581,33 @@ def call_user(fn: Callable[..., Any], name: str, data: Any, rng: np.random.Gener
         hint = ("; if it takes a vector of K query answers, declare it "
                 "(declare_mechanism(queries=K)) or give --param queries=K"
                 if isinstance(data, Dataset) else "")
+        if isinstance(e, TypeError) and "positional argument" in str(e):
+            hint = "; a target takes exactly three arguments: f(data, rng, trials)"
         raise InputError(
             f"target {name} raised {type(e).__name__}: {e} (called as f(data, rng, "
             f"trials={trials}) with data of type {type(data).__name__}{hint})") from e
+
+
+def check_same_shape(setup: AuditSetup, out_D: np.ndarray, out_Dp: np.ndarray,
+                     label: str) -> None:
+    """Raise :class:`InputError` where a target's outputs on D and D' differ in shape.
+
+    Examples
+    --------
+    >>> s = AuditSetup("m:f", 1.0, 0.0, "add_remove")
+    >>> try:
+    ...     check_same_shape(s, np.zeros((2, 3)), np.zeros((2, 4)), "outlier")
+    ... except InputError as e:
+    ...     print(str(e)[:60])
+    target m:f returned outputs of different shapes on D (3,) an
+    """
+    if out_D.shape[1:] == out_Dp.shape[1:]:
+        return
+    size = ("; an output whose shape follows the dataset's size tells by itself whether a "
+            "record is in it: release a fixed-size output, or audit under --relation "
+            "replace_one" if setup.relation == "add_remove" else "")
+    raise InputError(f"target {setup.name} returned outputs of different shapes on D "
+                     f"{out_D.shape[1:]} and D' {out_Dp.shape[1:]} ({label}){size}")
 
 
 def _check_block(out: Any, k: int, name: str, finite: bool = True) -> np.ndarray:
@@ -593,7 +617,9 @@ def _check_block(out: Any, k: int, name: str, finite: bool = True) -> np.ndarray
     if arr.dtype == object or np.issubdtype(arr.dtype, np.complexfloating) or not (
             np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
         raise InputError(f"target {name} must return a real or boolean array of shape "
-                         f"(trials, ...), got {type(out).__name__} of dtype {arr.dtype}")
+                         f"(trials, ...), got {type(out).__name__} of dtype {arr.dtype}: "
+                         "encode labels or categories as integers, and return a record's "
+                         "fields as columns")
     if arr.ndim == 0 or arr.shape[0] != k:
         raise InputError(f"target {name} returned shape {tuple(arr.shape)} when asked for "
                          f"trials={k}; expected an array of shape ({k}, ...)")
