@@ -483,7 +483,8 @@ def _dataset_pair(setup: AuditSetup, spec: str, rng: np.random.Generator) -> Pai
 def _user_pairs(setup: AuditSetup, spec: str) -> list[Pair]:
     """Call a user's pair function; its datasets (or ``(X, y)`` tuples, or arrays) give the
     relation, while the target receives exactly what the function returned. For a target
-    taking query answers each side is a vector of them."""
+    taking query answers each side is a vector of them, which the target receives as
+    floats."""
     try:
         res = load_callable(spec)()
     except InputError:
