@@ -195,6 +195,8 @@ class AuditMetrics(Result):
     distinguishers: list[Any] | None = doc("the distinguishers tried")
     pair: str | None = doc("the pair that decided")
     distinguisher: str | None = doc("the distinguisher that decided")
+    low_bits_vary: bool | None = doc("whether the low-bits test's outputs used their last "
+                                     "bits (false: on a grid, read by magnitude)")
     statistic: str | None = doc("the test statistic that decided")
     relation: str | None = doc("the neighbouring relation")
     instance: list[Any] | None = doc("notes on the audited instance")
