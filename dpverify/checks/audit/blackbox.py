@@ -39,7 +39,6 @@ import numpy as np
 
 from dpverify.checks.audit.distinguishers import (
     Scorer,
-    binned,
     crossfit_table,
     resolve_distinguishers,
     safe_scores,
@@ -358,13 +357,14 @@ def _promise(ranked: list[selection.PlannedTest], cands: list[Candidate], *,
 
 
 # Distinguishers that tabulate exact features of an output: its value where it takes few
-# (a sparse vector's pattern, a noisy max's index), its special codes, its float's bits.
-OUTCOME_TABLES = ("histogram", "lowbits", "pattern")
+# (a sparse vector's pattern, a noisy max's index) and its float's bits. ``pattern``
+# tabulates bins of values (on outputs that are all codes it scores every output 0).
+OUTCOME_TABLES = ("histogram", "lowbits")
 
 
 def _outcomes(c: Candidate) -> bool:
     """Whether a candidate is a table of the mechanism's outcomes (:data:`OUTCOME_TABLES`),
-    not of bins of its values (``pattern`` on continuous values) nor a fitted score.
+    not of bins of its values nor a fitted score.
 
     On a clipped sum released beside a noisy count (2 x 10^4 runs, replace-one, seeds 0
     to 3) the witness read by point estimates was a fitted score's far threshold or a
@@ -373,7 +373,7 @@ def _outcomes(c: Candidate) -> bool:
     mean at 10^5 runs, seed 1, took a table of bins at 1.06 (ranked 0.69, bound 0.39) over
     the box corners (0.96).
     """
-    return c.distinguisher in OUTCOME_TABLES and not getattr(c.scorer, "binned", False)
+    return c.distinguisher in OUTCOME_TABLES
 
 
 def _draw_pair(run: _Run, pi: int, n: int, stage: str) -> tuple[np.ndarray, np.ndarray]:
@@ -400,9 +400,7 @@ def _fit_pair(run: _Run, pi: int, out_D: np.ndarray, out_Dp: np.ndarray,
         rows = None if atoms is None else (atoms(out_D), atoms(out_Dp))
         if rows is not None and small_alphabet(*rows):
             # The atoms need all the counts to be told apart.
-            bins = getattr(scorer, "binned", False)
             scorer, pos, neg = crossfit_table(atoms, rows, TABLE_FOLDS)
-            scorer = binned(scorer) if bins else scorer
             level = TABLE_LEVEL
         else:
             pos = safe_scores(scorer, out_D[n_fit:], name)

@@ -563,19 +563,7 @@ def fit_pattern(pos: np.ndarray, neg: np.ndarray, rng: np.random.Generator,
 
     code = row_coder(atoms(both))
     keys, table = _table(code(atoms(pos)), code(atoms(neg)), pseudo)
-    return binned(with_atoms(lambda X: _lookup(keys, table, code(atoms(X))), atoms))
-
-
-def binned(scorer: Scorer) -> Scorer:
-    """Mark a table's scorer as tabulating bins of values, not outcomes of the mechanism.
-
-    Examples
-    --------
-    >>> getattr(binned(lambda X: X[:, 0]), "binned")
-    True
-    """
-    scorer.binned = True  # type: ignore[attr-defined]
-    return scorer
+    return with_atoms(lambda X: _lookup(keys, table, code(atoms(X))), atoms)
 
 
 def fit_mixed(pos: np.ndarray, neg: np.ndarray, rng: np.random.Generator) -> Scorer:
