@@ -339,6 +339,30 @@ def test_replay_add_remove_with_D_smaller(small_data, sum_query):
     assert cur.ledger.dataset_size == smaller.n  # the public size is D's
 
 
+@pytest.mark.parametrize("larger", [True, False])
+def test_replay_shows_a_query_that_ignores_its_weights_the_records_of_its_world(small_data,
+                                                                                larger):
+    """A query summing every row, weights or not, sees the removed record only where it is:
+    its replayed difference is that record, as a run on each dataset would show."""
+    i = 2
+    pair = (NeighbourPair.add_remove(small_data, i) if larger
+            else NeighbourPair.from_datasets(small_data.without(i), small_data))
+    cur = Curator.replay(pair, trials=3, rng=0)
+    ignores_w = lambda X, y, w: np.tile(X.sum(axis=0), (w.shape[0], 1))  # noqa: E731
+    ans = cur.gaussian("sum", ignores_w, sensitivity=1.0, noise_std=0.0,
+                       batch=cur.sample("poisson", rate=0.5))
+    rel = cur.ledger.records[0]
+    np.testing.assert_allclose(rel.true_difference, np.full(3, np.linalg.norm(small_data.X[i])))
+    np.testing.assert_allclose(ans, np.tile(pair.D.X.sum(axis=0), (3, 1)))
+
+
+def test_replay_refuses_an_add_remove_pair_whose_rows_do_not_line_up(small_data):
+    shuffled = Dataset(small_data.X[::-1][1:], small_data.y[::-1][1:])
+    pair = NeighbourPair(small_data, shuffled, "add_remove", 0)
+    with pytest.raises(InputError, match="without record 0"):
+        Curator.replay(pair, trials=2, rng=0)
+
+
 def test_replay_uses_the_same_randomness_as_a_plain_run(small_data, sum_query):
     """On D larger the slots are D's: a replayed run hands the algorithm the same answers."""
 

@@ -274,6 +274,8 @@ class Curator:
         self._pair: NeighbourPair | None = None
         self._keep_answers = keep_answers
         self._worlds: list[Dataset] = [data]
+        # Per world, the slot it lacks (the smaller world of an add/remove replay).
+        self._drop: list[int | None] = [None, None]
         if present is None:
             self._present = [np.ones(data.n, dtype=bool)]
         else:
@@ -308,8 +310,11 @@ class Curator:
         """A curator that runs on ``pair.D`` and evaluates every query on ``pair.D_prime`` too.
 
         Records live in a common set of slots: under add/remove the larger dataset fills
-        them and the smaller one leaves slot ``pair.index`` empty, so both worlds see the
-        same batches. The algorithm receives D's noisy answers; D' is only evaluated.
+        them, so both worlds see the same batches, and the smaller one is evaluated on its
+        own records, the batch's weights with slot ``pair.index`` left out: a query sees the
+        records of its world whether it weighs them or not (one that ignores its weights
+        and sums every row is replayed as it would run). The algorithm receives D's noisy
+        answers; D' is only evaluated.
 
         Examples
         --------
@@ -325,15 +330,12 @@ class Curator:
         cur = cls(big, trials=trials, rng=rng, backend=backend,
                   n_public=n_public if n_public is not None else D.n, keep_answers=keep_answers)
         cur._pair = pair
-        present_D = np.ones(big.n, dtype=bool)
-        present_Dp = np.ones(big.n, dtype=bool)
         if pair.relation == "add_remove":
-            (present_Dp if D.n > Dp.n else present_D)[pair.index] = False
-            worlds = [big, big]
-        else:
-            worlds = [D, Dp]
-        cur._worlds = worlds
-        cur._present = [present_D, present_Dp]
+            small = Dp if D.n > Dp.n else D
+            _check_aligned(big, small, pair.index)
+            cur._drop = [None, pair.index] if small is Dp else [pair.index, None]
+        cur._worlds = [D, Dp]
+        cur._present = [np.ones(D.n, dtype=bool), np.ones(Dp.n, dtype=bool)]
         cur._slots = big.n
         cur._to_backend()
         return cur
@@ -605,7 +607,8 @@ class Curator:
 
     def _evaluate(self, query: Query, world: int, w: np.ndarray) -> Any:
         b = self.backend
-        if w is self._ones and self._all_present[world] and isinstance(b, NumpyBackend):
+        if (w is self._ones and self._drop[world] is None and self._all_present[world]
+                and isinstance(b, NumpyBackend)):
             wb = self._ones_b  # the product below would be a copy of w
             if wb is None:
                 wb = self._ones if b.dtype_name == "float64" else b.asarray(self._ones)
@@ -613,7 +616,8 @@ class Curator:
                 self._ones_b = wb
         else:
             # The shared full-batch array is read-only; hand other backends a copy.
-            wb = b.asarray(np.array(w) if w is self._ones else w) * self._present_b[world]
+            own = self._world_weights(world, np.array(w) if w is self._ones else w)
+            wb = b.asarray(own) * self._present_b[world]
         out = query(self._X[world], self._y[world], wb)
         if tuple(out.shape[:1]) != (self.trials,):
             raise InputError(
@@ -621,6 +625,11 @@ class Curator:
                 f"got shape {tuple(out.shape)}"
             )
         return out
+
+    def _world_weights(self, world: int, w: np.ndarray) -> np.ndarray:
+        """The weights of ``world``'s own records: the slot it lacks left out."""
+        drop = self._drop[world]
+        return w if drop is None else np.delete(w, drop, axis=1)
 
     def _release(
         self,
@@ -677,7 +686,8 @@ class Curator:
         if batch.weights is self._ones:
             self.ledger.records_touched += int(np.count_nonzero(present))
         else:
-            self.ledger.records_touched += int(np.sum(batch.weights[0] * present))
+            self.ledger.records_touched += int(np.sum(
+                self._world_weights(0, batch.weights[:1])[0] * present))
         self.ledger.append(rel, ReplayRecord(rel, **observed))
 
     def _replay(self, observed: dict[str, Any], query: Query, batch: Batch) -> Any:
@@ -722,6 +732,16 @@ def _compact_touched(mask: np.ndarray) -> np.ndarray:
     if mask.shape[0] > 1 and (mask == mask[:1]).all():
         return mask[:1].copy()
     return mask[:TOUCHED_TRIALS].copy()
+
+
+def _check_aligned(big: Dataset, small: Dataset, index: int) -> None:
+    """Refuse an add/remove pair whose smaller dataset is not the larger without ``index``
+    (its rows are evaluated against the larger one's slots)."""
+    rest = big.without(index)
+    if not (np.array_equal(rest.X, small.X, equal_nan=True)
+            and np.array_equal(rest.y, small.y, equal_nan=True)):
+        raise InputError(f"an add/remove pair's smaller dataset must be the larger one "
+                         f"without record {index}, in the same order")
 
 
 def _as_generator(
