@@ -134,3 +134,31 @@ def test_pack_round_trip_and_refusals() -> None:
     with pytest.raises(InputError):
         pack({1: np.zeros(1)})
     assert fingerprint({"a": [1, 2]}) != fingerprint({"a": [2, 1]})
+
+
+def test_an_edited_target_in_an_importable_module_does_not_read_the_old_blocks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A function of an importable module is pickled by its name alone: the checkpoint
+    is keyed on its source too, so the fixed code is run, not the stored blocks of the
+    buggy one."""
+    import importlib
+
+    from dpverify.execution.trials import map_blocks
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    src = tmp_path / "edited_target.py"
+
+    def draw(offset: float) -> np.ndarray:
+        src.write_text(f"def f(rng, k):\n    return rng.normal({offset}, 1.0, k)\n")
+        sys.modules.pop("edited_target", None)
+        importlib.invalidate_caches()
+        f = importlib.import_module("edited_target").f
+
+        def block(ss: np.random.SeedSequence, k: int, _: int) -> np.ndarray:
+            return f(np.random.default_rng(ss), k)
+
+        plan = BlockPlan(50, Execution(checkpoint=str(tmp_path / "ck")))
+        return np.concatenate(map_blocks(block, 100, seed=3, plan=plan))
+
+    assert draw(0.0).mean() < 1.0
+    assert draw(10.0).mean() > 9.0  # the stored blocks were of the old body

@@ -19,6 +19,7 @@ budget only, never on the machine, so it keeps runs reproducible.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -367,7 +368,40 @@ def _describe_fn(fn: Any) -> Any:
 
     name = getattr(fn, "__qualname__", type(fn).__qualname__)
     return {"function": f"{getattr(fn, '__module__', '?')}.{name}",
-            "pickled": fingerprint(dumps_block_fn(fn))}
+            "pickled": fingerprint(dumps_block_fn(fn)), "code": _code_fingerprint(fn)}
+
+
+def _code_fingerprint(fn: Any) -> str:
+    """A digest of the source files of ``fn`` and of the functions its closure holds.
+
+    A function of an importable module is pickled by reference (its module and name), so
+    the pickle alone would not change when its body is edited, and stored blocks of the
+    old code would be read back as the new code's.
+    """
+    files: set[str] = set()
+    stack, seen = [fn], set()
+    while stack:
+        f = stack.pop()
+        if id(f) in seen or len(seen) > 64:
+            continue
+        seen.add(id(f))
+        code = getattr(f, "__code__", None)
+        if code is None:
+            continue
+        files.add(code.co_filename)
+        for cell in getattr(f, "__closure__", None) or ():
+            try:
+                stack.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                continue
+    contents = {}
+    for path in sorted(files):
+        try:
+            with open(path, "rb") as fh:
+                contents[path] = hashlib.sha256(fh.read()).hexdigest()
+        except OSError:
+            contents[path] = None
+    return fingerprint(contents)
 
 
 def executor_from_context(ctx: Any) -> Execution:
