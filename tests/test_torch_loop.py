@@ -148,6 +148,30 @@ def test_findings_name_the_mistake_and_its_step(mistake, kind, step) -> None:
         assert [(f.kind, f.step) for f in found][:1] == [(kind, step)]
 
 
+@pytest.mark.parametrize(("shortfall", "seed"), [(1.0, 0), (1.0, 1), (1.0, 2), (0.6, 0)])
+def test_noise_short_at_every_step_is_found_pooled(shortfall, seed) -> None:
+    """Twenty releases of ten coordinates at 0.6 of the declared noise: alone, each shows a
+    chi-square p near 0.05, far above the per-step level; pooled (200 coordinates) the
+    shortfall is certain. At the declared noise nothing is found (false alarm
+    probability 1e-6 per run)."""
+    gen = torch.Generator().manual_seed(seed)
+    mech = dpt.Mechanism(noise_std=2.0, sensitivity=1.0, clip=1.0, rate=0.5)
+    with dpt.record(dataset_size=20) as rec:
+        rec.declare_accounting(noise_multiplier=2.0, sample_rate=0.5, steps=20)
+        for _ in range(20):
+            value = torch.zeros(10)
+            noisy = value + shortfall * 2.0 * torch.randn(10, generator=gen)
+            dpt.record_noise(value, noisy, mech, batch=[1, 2])
+    found = [f for f in rec.run.findings() if f.violation]
+    if shortfall == 1.0:
+        assert found == []
+        return
+    assert [f.kind for f in found] == ["noise_below_declared"]
+    assert "20 releases" in found[0].message
+    assert 0.5 < found[0].evidence["measured_ratio"] < 0.7
+    assert all(s.noise_p_value > 1e-6 for s in rec.run.steps)  # no step alone shows it
+
+
 def test_more_epochs_than_calibrated_for_are_flagged() -> None:
     """make_private_with_epsilon calibrates for one epoch of 21 steps; two are trained."""
     from opacus import PrivacyEngine

@@ -21,7 +21,8 @@ knowing but breaks nothing on this run.
 * ``release_exceeds_clip_bound``: the value noise is added to is longer than per-sample
   clipping allows (drawn batch size x clip / divisor): clipping is not per-sample.
 * ``noise_below_declared`` / ``no_noise``: the noise actually added (measured from the
-  noisy minus the clean value) is smaller than declared, or absent.
+  noisy minus the clean value) is smaller than declared, at one release or pooled over
+  all of them, or absent.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import scipy.stats
+
 from dpverify.core.curator import AMPLIFIED
 
 if TYPE_CHECKING:
-    from dpverify.torch.record import Declaration
+    from dpverify.torch.record import Declaration, StepRecord
     from dpverify.torch.run import Run
 
 #: Family-wise false-alarm probability of the noise-level test over a run's releases.
@@ -283,13 +286,16 @@ def _clip_bound(run: Run) -> list[LoopFinding]:
 
 
 def _noise_level(run: Run) -> list[LoopFinding]:
+    """Noise absent, or below the declared level: each release tested alone (a step that
+    falls short) and all of them pooled (a shortfall of every step, each too small to
+    show alone in a model of few parameters), half the false-alarm probability each."""
     for s in run.steps:
         if s.noise_std == 0:
             return [LoopFinding("no_noise", s.step, f"the release at step {s.step} adds no "
                                 "noise", evidence={"noise_std": 0.0})]
     tested = [s for s in run.steps if s.noise_p_value is not None]
     for s in tested:
-        if s.noise_p_value < NOISE_ALPHA / len(tested) and s.noise_measured < s.noise_std:
+        if s.noise_p_value < NOISE_ALPHA / (2 * len(tested)) and s.noise_measured < s.noise_std:
             return [LoopFinding(
                 "noise_below_declared", s.step,
                 f"the noise added at step {s.step} has standard deviation "
@@ -297,4 +303,23 @@ def _noise_level(run: Run) -> list[LoopFinding]:
                 f"{s.noise_p_value:.3g}; false alarm probability {NOISE_ALPHA:g} per run)",
                 evidence={"measured": s.noise_measured, "declared": s.noise_std,
                           "p_value": s.noise_p_value})]
-    return []
+    return _pooled_noise_level([s for s in tested if s.noise_dof])
+
+
+def _pooled_noise_level(tested: list[StepRecord]) -> list[LoopFinding]:
+    """The releases' noise pooled: sum of ||noise||^2 / std^2 against chi2(sum of sizes)."""
+    if len(tested) < 2:
+        return []
+    dof = sum(s.noise_dof for s in tested)
+    stat = sum(s.noise_dof * (s.noise_measured / s.noise_std) ** 2 for s in tested)
+    p = float(scipy.stats.chi2.cdf(stat, dof))
+    if p >= NOISE_ALPHA / 2:
+        return []
+    ratio = math.sqrt(stat / dof)
+    return [LoopFinding(
+        "noise_below_declared", tested[0].step,
+        f"the noise added over the {len(tested)} releases has {ratio:.4g} times the "
+        f"declared standard deviation (pooled chi-square p = {p:.3g} on {dof} "
+        f"coordinates; false alarm probability {NOISE_ALPHA:g} per run)",
+        evidence={"measured_ratio": ratio, "releases": len(tested), "coordinates": dof,
+                  "p_value": p})]

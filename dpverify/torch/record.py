@@ -98,6 +98,7 @@ class StepRecord:
     value_norm: float | None = None  # ||value noise was added to||
     noise_measured: float | None = None  # sqrt(||noisy - value||^2 / P)
     noise_p_value: float | None = None  # chi-square test of the noise against noise_std
+    noise_dof: int | None = None  # coordinates of the noise measured
     replay_error: float | None = None  # replayed query vs executed value, relative
     hyper: list[dict[str, Any]] | None = field(default=None, repr=False)
     rows: np.ndarray | None = field(default=None, repr=False)  # the batch drawn
@@ -105,7 +106,7 @@ class StepRecord:
 
     def to_dict(self) -> dict[str, Any]:
         keep = ("release", "step", "source", "drawn", "clip", "noise_std", "divisor",
-                "value_norm", "noise_measured", "noise_p_value", "replay_error")
+                "value_norm", "noise_measured", "noise_p_value", "noise_dof", "replay_error")
         return {k: getattr(self, k) for k in keep}
 
 
@@ -340,6 +341,7 @@ class Recorder:
             noise = ex.answer - ex.value
             rec.value_norm = float(np.linalg.norm(ex.value))
             rec.noise_measured, rec.noise_p_value = noise_test(noise, ex.noise_std)
+            rec.noise_dof = int(noise.size)
             if self.trace:
                 rec.noise = noise.astype(np.float32)
         self.steps.append(rec)
