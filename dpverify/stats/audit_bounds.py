@@ -289,14 +289,16 @@ def epsilon_from_gdp(mu: float, delta: float) -> float:
     --------
     >>> round(epsilon_from_gdp(1.0, 1e-5), 3)  # as dp_accounting's GaussianDpEvent(1.0)
     4.377
-    >>> epsilon_from_gdp(0.0, 1e-5)
-    0.0
+    >>> epsilon_from_gdp(0.0, 1e-5), epsilon_from_gdp(0.5, 0.0)
+    (0.0, inf)
     """
     mu = float(mu)
     if not mu > 0:
         return 0.0
     if not math.isfinite(mu):
         return math.inf
+    if delta <= 0:
+        return math.inf  # a Gaussian trade-off curve with mu > 0 is never pure DP
     if delta_from_gdp(mu, 0.0) <= delta:
         return 0.0
     hi = mu * mu / 2.0 + mu * math.sqrt(2.0 * math.log(1.0 / delta)) + 1.0

@@ -214,6 +214,9 @@ def audit_blackbox(target: str, options: BlackBoxOptions | None = None) -> Audit
     o = options or BlackBoxOptions()
     dists = resolve_distinguishers(o.distinguisher)
     setup = o.prepare(target)
+    if o.bound == "gdp" and setup.delta == 0:
+        raise InputError("bound 'gdp' assumes a Gaussian trade-off curve, which has no finite "
+                         "epsilon at delta 0: audit a pure-DP claim with bound 'cp'")
     pairs = make_pairs(setup, resolve_neighbours(setup, o.neighbours))
     run = _start(setup, pairs, o)
     fit_rng = np.random.default_rng(seed_streams(o.seed, SEED_FIT + 1)[SEED_FIT])
