@@ -52,6 +52,12 @@ def seeded(data, rng, trials):
     r = np.random.default_rng(7)
     return np.clip(X, -1, 1).sum() + 4.0 * r.standard_normal((trials, 1))
 
+def seeded_counts(data, rng, trials):
+    """Ignores rng, with outputs of few values: calls repeat each other, as counts may."""
+    X, y = data
+    r = np.random.default_rng(7)
+    return (X[:, 0] > 0).sum() + r.integers(-3, 4, (trials, 1))
+
 def nan_out(data, rng, trials):
     out = f(data, rng, trials)
     out[3, 0] = np.nan
@@ -116,7 +122,8 @@ def mod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.Fixture
     ("two_args", "pair", "a target takes exactly three arguments: f(data, rng, trials)"),
     ("per_record", "grow_pair", "an output whose shape follows the dataset's size tells"),
     ("once", "pair", "rows of a block are not independent runs"),
-    ("seeded", "pair", "blocks repeat each other"),
+    ("seeded", "pair", "the rng argument (a fixed seed"),
+    ("seeded_counts", "pair", "the rng argument (a fixed seed"),
 ])
 @pytest.mark.parametrize("trials", [[], ["--trials", "4000"]])
 def test_bad_input_is_exit_2_with_nothing_written(mod: str, capsys, target: str, pair: str,  # noqa: ANN001
@@ -126,6 +133,13 @@ def test_bad_input_is_exit_2_with_nothing_written(mod: str, capsys, target: str,
     out = capsys.readouterr().out
     assert rc == 2 and says.format(m=mod) in out
     assert not Path("out.json").exists()
+
+
+def test_a_gaussian_bound_of_a_pure_dp_claim_is_refused_before_any_run(mod: str,
+                                                                        capsys) -> None:  # noqa: ANN001
+    rc = main(["audit", f"{mod}:f", "--neighbours", f"{mod}:pair", "--epsilon", "1",
+               "--delta", "0", "--trials", "4000", "--bound", "gdp", "--quiet"])
+    assert rc == 2 and "no finite epsilon at delta 0" in capsys.readouterr().out
 
 
 def test_a_target_taking_query_answers_is_told_how_to_say_so(mod: str, capsys) -> None:  # noqa: ANN001

@@ -740,12 +740,18 @@ PROBE_RUNS = 64
 
 
 def reproducibility_note(block: Callable[..., np.ndarray], name: str, k: int) -> str | None:
-    """A note when two calls of ``block`` on one seed differ, else ``None``.
+    """A note when two calls of ``block`` on one seed differ, else ``None``; an error when
+    two seeds give the same varied runs.
 
     Randomness from anywhere but the ``rng`` argument (numpy's or torch's global
     generator, the clock) or arithmetic that is not deterministic (atomic additions on a
     GPU) leaves every run independent, so the bound stays valid, but a rerun with the same
-    seed gives other figures: a CI job that audits it flickers.
+    seed gives other figures: a CI job that audits it flickers. A target whose runs vary
+    but come out the same on another seed draws its noise from a fixed seed: the noise is
+    a constant, no run is independent of another, and nothing can be bounded. Outputs of
+    few values repeat across calls in their own right, so the runs are compared only
+    where their own frequencies make a chance repeat rarer than 1e-9 (a continuous
+    output's repeats are refused by :func:`check_independent_rows`).
 
     Examples
     --------
@@ -757,11 +763,26 @@ def reproducibility_note(block: Callable[..., np.ndarray], name: str, k: int) ->
     """
     first, again = (block(np.random.SeedSequence(SEED_PROBE), k, 0) for _ in range(2))
     if np.array_equal(first, again, equal_nan=True):
+        other = block(np.random.SeedSequence(SEED_PROBE + 1), k, 0)
+        if np.array_equal(first, other, equal_nan=True) and _log_chance_of_repeat(first) \
+                < math.log(1e-9):
+            raise InputError(
+                f"target {name}: two different seeds give the same {k} runs, which vary "
+                "from run to run: its noise does not come from the rng argument (a fixed "
+                "seed?), so its runs are not independent; draw every random number from rng")
         return None
     return (f"target {name} is not reproducible from its rng argument (two calls on one "
             "seed differ: noise drawn elsewhere, or arithmetic that is not deterministic): "
             "the bound holds, but a rerun with the same seed gives other figures; draw all "
             "noise from rng (for torch, a torch.Generator seeded from it)")
+
+
+def _log_chance_of_repeat(rows: np.ndarray) -> float:
+    """The log-probability that independent runs repeat ``rows`` exactly, each row at its
+    frequency among them."""
+    _, inverse, counts = np.unique(_row_keys(rows.reshape(len(rows), -1)),
+                                   return_inverse=True, return_counts=True)
+    return float(np.sum(np.log(counts[inverse] / len(rows))))
 
 
 def plain_ledger(setup: AuditSetup) -> Ledger:
