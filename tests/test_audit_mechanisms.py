@@ -112,3 +112,9 @@ def test_a_value_leak_the_low_bits_test_finds_is_not_called_a_float_artefact(
     rng = np.random.default_rng(0)
     textbook = 0.5 + rng.laplace(size=(2000, 1))  # float64 arithmetic: every bit in use
     assert fit_lowbits(textbook, textbook + 1.0, rng).low_bits_vary
+    # Integers fit float32 and are read at its width, where their last bits are zero too;
+    # a float32 mechanism's are not.
+    counts = rng.integers(0, 50, size=(2000, 1)).astype(float)
+    assert not fit_lowbits(counts, counts + 1.0, rng).low_bits_vary
+    f32 = (0.5 + rng.laplace(size=(4000, 1))).astype(np.float32).astype(float)
+    assert fit_lowbits(f32[:2000], f32[2000:], rng).low_bits_vary

@@ -447,12 +447,10 @@ def fit_lowbits(pos: np.ndarray, neg: np.ndarray, rng: np.random.Generator,
     kp, kn = _bit_keys(pos, bits, f32).ravel(), _bit_keys(neg, bits, f32).ravel()
     keys, table = _table(kp, kn, pseudo)
     scorer = lambda X: _lookup(keys, table, _bit_keys(X, bits, f32)).sum(axis=1)  # noqa: E731
-    # Double-precision outputs on a grid (snapped) have these bits all zero: the table then
-    # reads only signs and binary exponents, the outputs' magnitudes, and what it finds is
-    # in the values. Values that fit float32 are read at its width, whose last bits may be
-    # a coarse grid's or a float32 mechanism's: those count as varying.
-    scorer.low_bits_vary = bool(  # type: ignore[attr-defined]
-        f32.any() or (keys & ((1 << bits) - 1)).any())
+    # Outputs on a grid (snapped doubles, integers at either width) have these bits all
+    # zero as read: the table then reads only signs and binary exponents, the outputs'
+    # magnitudes, and what it finds is in the values.
+    scorer.low_bits_vary = bool((keys & ((1 << bits) - 1)).any())  # type: ignore[attr-defined]
     return scorer
 
 
