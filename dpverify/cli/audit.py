@@ -57,8 +57,8 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                         "(every built-in one for the target's input), a pattern of query "
                         f"answers ({', '.join(QUERY_PATTERNS)}), a "
                         "dataset canary (worst_case, fresh_direction, clip_boundary, outlier, "
-                        "box_corners, nonfinite, random), or module:function returning (D, D') "
-                        "or a list of pairs")
+                        "box_corners, zero_base, nonfinite, random), or module:function "
+                        "returning (D, D') or a list of pairs")
     p.add_argument("--trials", type=int, default=None,
                    help="runs per neighbouring dataset, a fixed-size audit (default: none, "
                         "a sequential audit for black-box and white-box, see --detect; "

@@ -278,6 +278,34 @@ def canary_box_corners(
     return _make_pair(D, corner, y, relation, "box_corners")
 
 
+def canary_zero_base(
+    D: Dataset, rng: np.random.Generator, relation: str = "add_remove"
+) -> NeighbourPair:
+    """The canary at the corner (1, ..., 1) among records all at the origin (labels 1):
+    under replace-one the other dataset holds the opposite corner, under add/remove it is
+    added.
+
+    In a random base the other records' contributions hide the canary wherever a mechanism
+    draws on them: a subsample of them moves a sum more than the canary does, their spread
+    sets a noise scale the canary barely changes. Records at the origin add nothing to a
+    sum and spread nothing, so the canary is all there is to see (the dataset a Poisson
+    subsampled sum, or noise scaled to the data's range, is audited on by hand).
+
+    Examples
+    --------
+    >>> D, _ = synthetic_classification(5, 2, np.random.default_rng(0))
+    >>> p = canary_zero_base(D, np.random.default_rng(1))
+    >>> p.D.X[:2].tolist(), bool(p.D_prime.X.any())
+    ([[1.0, 1.0], [0.0, 0.0]], False)
+    """
+    check_relation(relation)
+    base, corner = Dataset(np.zeros_like(D.X), np.ones(D.n)), np.ones(D.d)
+    if relation == "replace_one":
+        return NeighbourPair.replace_one(base.replaced(0, corner, 1.0), 0, -corner, 1.0,
+                                         "zero_base")
+    return _make_pair(base, corner, 1.0, relation, "zero_base")
+
+
 def canary_nonfinite(
     D: Dataset, rng: np.random.Generator, relation: str = "add_remove"
 ) -> NeighbourPair:
@@ -358,6 +386,7 @@ PAIR_GENERATORS: dict[str, PairGenerator] = {
     "clip_boundary": canary_clip_boundary,
     "outlier": canary_outlier,
     "box_corners": canary_box_corners,
+    "zero_base": canary_zero_base,
     "nonfinite": canary_nonfinite,
     "random": random_pair,
 }

@@ -138,8 +138,8 @@ class BlackBoxOptions(RunOptions):
         Pair generators, comma-separated: ``search`` (every built-in one for the target's
         input), StatDP's patterns for query answers (``one_above``, ``x_shape``, ...),
         dataset canaries (``fresh_direction``, ``clip_boundary``, ``outlier``,
-        ``box_corners``, ``nonfinite``, ``random``) or ``module:function`` returning
-        ``(D, D_prime)`` or a list of pairs. ``auto`` (default): ``search`` for query
+        ``box_corners``, ``zero_base``, ``nonfinite``, ``random``) or ``module:function``
+        returning ``(D, D_prime)`` or a list of pairs. ``auto`` (default): ``search`` for query
         answers and a user's callable, the worst-case canary where a registered target
         declares a clip (:func:`~dpverify.checks.audit.targets.resolve_neighbours`), else
         ``fresh_direction``.

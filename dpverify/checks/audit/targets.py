@@ -74,7 +74,8 @@ SEED_PAIRS, SEED_SAMPLES, SEED_FIT, SEED_ACCOUNT, SEED_PROBE = 1, 2, 3, 4, 5
 # The base dataset a user's callable is audited on when a built-in generator makes the pair.
 DEFAULT_USER_N, DEFAULT_USER_D = 100, 2
 # "search" over the dataset canaries: every built-in one that makes an ordinary record.
-DATASET_SEARCH = ("fresh_direction", "clip_boundary", "outlier", "box_corners", "random")
+DATASET_SEARCH = ("fresh_direction", "clip_boundary", "outlier", "box_corners", "random",
+                  "zero_base")
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 DESIGNS = ("poisson", "single")
 # Canary kinds that craft distinct records (a box corner is one record, the same for all).
 RECORD_KINDS = ("data",) + tuple(k for k in PAIR_GENERATORS
-                                  if k not in ("nonfinite", "random", "box_corners"))
+                                  if k not in ("nonfinite", "random", "box_corners",
+                                               "zero_base"))
 
 # A membership statistic: (outputs (k, p), records X (m, d), labels y (m,)) -> (k, m), each
 # record's statistic under each trial's output (higher: more likely a member).
