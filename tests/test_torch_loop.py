@@ -112,7 +112,8 @@ def _loop(mistake: str) -> dpt.Run:
     q, sigma = 0.5, 2.0
     with dpt.record(dataset_size=20) as rec:
         for t in range(4):
-            batch = (torch.rand(20, generator=gen) < q).nonzero().reshape(-1)
+            drawn_q = 2 * q if mistake == "drawn_rate" else q
+            batch = (torch.rand(20, generator=gen) < drawn_q).nonzero().reshape(-1)
             value = torch.full((50,), 0.1 * len(batch) / math.sqrt(50))
             if mistake == "no_clip":
                 value = value * 100
@@ -138,6 +139,7 @@ def _loop(mistake: str) -> dpt.Run:
     ("accountant_rate", "sample_rate_mismatch", 0),
     ("less_noise", "noise_below_declared", 0),
     ("no_clip", "release_exceeds_clip_bound", 0),
+    ("drawn_rate", "sample_rate_mismatch", 0),
 ])
 def test_findings_name_the_mistake_and_its_step(mistake, kind, step) -> None:
     """The noise test's false alarm probability is 1e-6 per run (Bonferroni)."""

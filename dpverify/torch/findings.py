@@ -18,6 +18,8 @@ knowing but breaks nothing on this run.
   noise multiplier above the one executed, or a sampling rate below it.
 * ``sampling_not_poisson``: fixed-size or shuffled batches accounted as Poisson samples
   (amplification the sampling does not give).
+* ``sample_rate_mismatch`` also where the Poisson batches actually drawn are larger than
+  the rate the releases declare allows (a binomial test of their sizes).
 * ``release_exceeds_clip_bound``: the value noise is added to is longer than per-sample
   clipping allows (drawn batch size x clip / divisor): clipping is not per-sample.
 * ``noise_below_declared`` / ``no_noise``: the noise actually added (measured from the
@@ -87,7 +89,7 @@ def ledger_findings(run: Run) -> list[LoopFinding]:
     """
     out: list[LoopFinding] = []
     for check in (_size_derived, _divisor_follows_batch, _accounting, _calibration,
-                  _sampling, _clip_bound, _noise_level):
+                  _sampling, _drawn_rate, _clip_bound, _noise_level):
         out.extend(check(run))
     return sorted(out, key=lambda f: (not f.violation, f.step if f.step is not None else -1))
 
@@ -265,6 +267,30 @@ def _sampling(run: Run) -> list[LoopFinding]:
                 f"accountant assumes Poisson sampling at rate {min(accounted_q):.6g}: it "
                 "credits an amplification the sampling does not give",
                 evidence={"executed": r.sampling, "accounted_rate": min(accounted_q)})]
+    return []
+
+
+def _drawn_rate(run: Run) -> list[LoopFinding]:
+    """Poisson batches larger than the rate their releases declare allows: all the records
+    drawn at one rate are Binomial(records offered, rate), tested for too many, each rate
+    at :data:`NOISE_ALPHA` over the number of rates (too few would be privacy kept, not
+    spent)."""
+    groups: dict[float, list[tuple[int, int, int]]] = {}
+    for r, s in zip(run.ledger, run.steps, strict=True):
+        if r.sampling == "poisson" and s.drawn is not None and r.dataset_size > 0:
+            groups.setdefault(r.rate, []).append((s.step, s.drawn, r.dataset_size))
+    for q, rows in groups.items():
+        drawn, offered = sum(d for _, d, _ in rows), sum(n for _, _, n in rows)
+        p = float(scipy.stats.binom.sf(drawn - 1, offered, q))
+        if p < NOISE_ALPHA / len(groups):
+            return [LoopFinding(
+                "sample_rate_mismatch", rows[0][0],
+                f"the Poisson batches drew {drawn} of {offered} records offered over "
+                f"{len(rows)} steps (rate {drawn / offered:.4g}), the releases declare rate "
+                f"{q:.6g} (binomial p = {p:.3g}; false alarm probability {NOISE_ALPHA:g} "
+                "per run): the loop samples at another rate than it accounts",
+                evidence={"declared": q, "drawn": drawn, "offered": offered,
+                          "executed": drawn / offered, "p_value": p})]
     return []
 
 
