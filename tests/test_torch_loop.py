@@ -174,6 +174,21 @@ def test_noise_short_at_every_step_is_found_pooled(shortfall, seed) -> None:
     assert all(s.noise_p_value > 1e-6 for s in rec.run.steps)  # no step alone shows it
 
 
+def test_steps_accounted_beyond_those_recorded_are_noted() -> None:
+    """Stopping early is no violation, but steps trained without recording their noise
+    would be invisible: the run says so."""
+    mech = dpt.Mechanism(noise_std=2.0, sensitivity=1.0, clip=1.0, rate=0.5)
+    gen = torch.Generator().manual_seed(0)
+    with dpt.record(dataset_size=20) as rec:
+        rec.declare_accounting(noise_multiplier=2.0, sample_rate=0.5, steps=5)
+        for _ in range(2):
+            dpt.record_noise(torch.zeros(10), 2.0 * torch.randn(10, generator=gen), mech,
+                             batch=[1, 2])
+    found = rec.run.findings()
+    assert [(f.kind, f.severity) for f in found] == [("steps_not_executed", "note")]
+    assert "given 5 steps; noisy releases recorded: 2" in found[0].message
+
+
 def test_more_epochs_than_calibrated_for_are_flagged() -> None:
     """make_private_with_epsilon calibrates for one epoch of 21 steps; two are trained."""
     from opacus import PrivacyEngine

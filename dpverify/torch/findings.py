@@ -11,7 +11,8 @@ knowing but breaks nothing on this run.
   different value, the run itself tells the neighbours apart (Opacus issue #571).
 * ``divisor_follows_batch``: noise added to a mean over the batch actually drawn, whose
   size is private under Poisson sampling (the divisor, or the noise scale, tracks it).
-* ``steps_not_accounted``: more noisy releases executed than the accountant was given.
+* ``steps_not_accounted``: more noisy releases executed than the accountant was given;
+  ``steps_not_executed`` (a note): fewer.
 * ``steps_beyond_calibration``: more steps executed than the noise was calibrated for
   (``make_private_with_epsilon``'s epochs, or a declared step count).
 * ``noise_multiplier_mismatch`` / ``sample_rate_mismatch``: the accountant was given a
@@ -197,6 +198,13 @@ def _accounting(run: Run) -> list[LoopFinding]:
                 f"{T} noisy releases were executed, {name} was given {len(acc)}: from step "
                 f"{s.step} on, releases are not accounted",
                 evidence={"executed": T, "accounted": len(acc)}))
+        elif len(acc) > T:
+            out.append(LoopFinding(
+                "steps_not_executed", None,
+                f"{name} was given {len(acc)} steps; noisy releases recorded: {T}; "
+                "stopping early spends less than accounted, but a step that trains on the "
+                "data without recording its noise is neither noised nor audited",
+                severity="note", evidence={"executed": T, "accounted": len(acc)}))
         out.extend(_mismatch(run, name, acc))
     return out
 
