@@ -335,3 +335,13 @@ def test_ledger_excess_measures_exponential_scores_in_linf(declared, violations)
     assert ex.true_difference == pytest.approx(0.5)
     assert ex.worst_ratio == pytest.approx(0.5 / declared)
     assert ex.violations == violations
+
+
+def test_leaving_out_nonfinite_records_leaves_out_their_canary_too() -> None:
+    from dpverify.checks.sensitivity.search import GENERATORS, SearchSettings
+
+    assert "nonfinite" in SearchSettings().neighbours
+    assert SearchSettings(nonfinite=False).neighbours == [g for g in GENERATORS
+                                                          if g != "nonfinite"]
+    # Named explicitly, it is tried whatever the flag says.
+    assert SearchSettings(nonfinite=False, neighbours=["nonfinite"]).neighbours == ["nonfinite"]

@@ -60,7 +60,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="bound on the coordinates hypothesis draws "
                              f"(default {DEFAULT_MAX_ABS:g})")
     parser.add_argument("--finite-only", action="store_true",
-                        help="hypothesis draws no NaN or inf coordinates")
+                        help="no records holding NaN or inf: the nonfinite canary is left "
+                             "out of the defaults and hypothesis draws none")
     parser.add_argument("--no-invariance", action="store_true",
                         help="skip the taint test (identical answers on D and D')")
 

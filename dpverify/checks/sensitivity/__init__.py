@@ -193,8 +193,9 @@ class SensitivityCheck(CheckKind):
 
     def run(self, exp: Experiment, options: SensitivityOptions) -> Outcome:
         report = sensitivity_of(exp, options)
+        hint = f"; hint: {report.hints[0]}" if report.hints else ""
         return Outcome(report.verdict, SensitivityMetrics.from_metrics(report.metrics()),
-                       report.evidence(), report.message)
+                       report.evidence(), report.message + hint)
 
     def statement(self, check: Mapping[str, Any], claim: str,
                   info: Mapping[str, Any] | None) -> Statement:

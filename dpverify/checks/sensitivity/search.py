@@ -400,7 +400,8 @@ class SearchSettings:
     max_abs
         Bound on the coordinates the hypothesis search draws.
     nonfinite
-        Whether the hypothesis search also draws NaN and inf coordinates.
+        Whether records holding NaN and inf are tried: the ``nonfinite`` canary among the
+        default generators, and such coordinates in the hypothesis search.
     invariance
         Whether to run the taint test on each canary pair.
 
@@ -437,8 +438,15 @@ class SearchSettings:
         check_positive(self.max_abs, "max_abs")
         for name, value in (("trials", trials), ("max_examples", max_examples),
                             ("random_pairs", int(self.random_pairs)),
-                            ("neighbours", validate_neighbours(self.neighbours))):
+                            ("neighbours", self._neighbours())):
             object.__setattr__(self, name, value)
+
+    def _neighbours(self) -> list[str]:
+        """The generators to try: as given, else every built-in one (but the non-finite
+        canary where non-finite records are left out)."""
+        out = validate_neighbours(self.neighbours)
+        return out if self.neighbours or self.nonfinite else [g for g in out
+                                                              if g != "nonfinite"]
 
 
 def check_sensitivity(
