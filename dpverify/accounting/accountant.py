@@ -9,10 +9,12 @@ probability and is wrapped in the matching sampled event.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -380,7 +382,22 @@ def epsilon_of_event(
         raise InputError(f"accountant must be 'pld' or 'rdp', got {accountant!r}")
     if not acc.supports(event):
         return math.nan
-    return float(acc.compose(event).get_epsilon(delta))
+    with _orders_left_out_quietly():
+        return float(acc.compose(event).get_epsilon(delta))
+
+
+@contextlib.contextmanager
+def _orders_left_out_quietly() -> Iterator[None]:
+    """dp_accounting's RDP accountant warns (through absl) for each order whose series does
+    not converge, and leaves that order out: the epsilon stays valid, read off the other
+    orders, and a long ledger's hundreds of such lines tell a user nothing to act on."""
+    log = logging.getLogger("absl")
+    level = log.level
+    log.setLevel(max(level, logging.ERROR))
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 def unsupported_reason(events: Iterable[dpa.DpEvent], relation: str, accountant: str) -> str:
