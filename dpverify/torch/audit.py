@@ -35,7 +35,7 @@ from dpverify.checks.audit.result import AuditResult
 from dpverify.checks.audit.whitebox import gdp_mu_lower_bound_whitebox, transcript_privacy_loss
 from dpverify.checks.sensitivity.replay import LedgerExcess
 from dpverify.core.claims import Verdict
-from dpverify.core.curator import Ledger, Release, ReplayRecord
+from dpverify.core.curator import AMPLIFIED, Ledger, Release, ReplayRecord
 from dpverify.core.errors import InputError, check_delta, check_epsilon, check_positive
 from dpverify.stats import audit_bounds as stats
 from dpverify.stats import sampled_gaussian as sampled
@@ -126,7 +126,11 @@ def stack_ledgers(ledgers: Sequence[Ledger]) -> Ledger:
 
 
 def _structure(r: Release) -> tuple[Any, ...]:
-    return (r.name, r.mechanism, r.sensitivity, r.noise, r.sampling, r.rate)
+    """What of a release must not depend on the data: the rate only where it is accounted
+    (an amplified sample's); a shuffled batch's share of the records follows the dataset's
+    size, and the number of batches it makes shows in the number of releases."""
+    rate = r.rate if r.sampling in AMPLIFIED else None
+    return (r.name, r.mechanism, r.sensitivity, r.noise, r.sampling, rate)
 
 
 def signature_difference(a: Ledger, b: Ledger) -> str | None:
@@ -139,6 +143,10 @@ def signature_difference(a: Ledger, b: Ledger) -> str | None:
     >>> r = Release(0, "g", "gaussian", 1.0, "l2", 1.0, "poisson", 0.5, None, 4, 0, (3,))
     >>> signature_difference(Ledger([r]), Ledger([r, r]))
     '1 releases against 2'
+    >>> s = [Release(0, "g", "gaussian", 1.0, "l2", 1.0, "shuffle", 2 / n, 2, n, 0, (3,))
+    ...      for n in (40, 41)]  # a fixed batch's share of D and of D'
+    >>> signature_difference(Ledger(s[:1]), Ledger(s[1:])) is None
+    True
     """
     if len(a) != len(b):
         return f"{len(a)} releases against {len(b)}"
