@@ -450,8 +450,9 @@ class LoopAudit:
                          f"released value by {self.replay_error():.3g} (relative)"))
         lines.append(f"  ledger: {len(self.run.ledger)} releases, epsilon {self.epsilon:.4g} "
                      f"(PLD) at delta {delta:g}" + "".join(
-                         f"; Opacus {c['opacus']} {c['opacus_epsilon']:.4g} against the "
-                         f"ledger's {c['ledger'].upper()} {c['ledger_epsilon']:.4g}"
+                         f"; Opacus's {c['opacus']} accountant {c['opacus_epsilon']:.4g} "
+                         f"against the ledger's {c['ledger'].upper()} "
+                         f"{c['ledger_epsilon']:.4g}"
                          for c in self.opacus))
         lines.extend(f"  {f}" for f in self.findings)
         s = self.sensitivity

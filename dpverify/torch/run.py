@@ -173,9 +173,11 @@ class Run:
         by = self.epsilon(delta).by_accountant
         lines.append(f"epsilon at delta={delta:g}: ledger {by.get('pld', math.nan):.4g} (PLD), "
                      f"{by.get('rdp', math.nan):.4g} (RDP)"
-                     + "".join(f"; Opacus {c['opacus']} {c['opacus_epsilon']:.4g} "
-                               f"({100 * c['relative_difference']:+.2f}% of the ledger's "
-                               f"{c['ledger'].upper()})" for c in self.compare_epsilon(delta)))
+                     + "".join(f"; Opacus's {c['opacus']} accountant {c['opacus_epsilon']:.4g}"
+                               f" against the ledger's {c['ledger'].upper()} "
+                               f"{c['ledger_epsilon']:.4g} "
+                               f"({100 * c['relative_difference']:+.2f}%)"
+                               for c in self.compare_epsilon(delta)))
         found = self.findings()
         lines.append("findings:" if found else "findings: none")
         lines.extend(f"  {f}" for f in found)
