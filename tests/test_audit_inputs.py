@@ -83,6 +83,10 @@ def per_record(data, rng, trials):
     X, y = data
     return np.where(rng.random((trials, len(X))) < 0.75, X[:, 0] > 0, X[:, 0] <= 0)
 
+def far_pair():
+    (X, y), _ = pair()
+    return (X, y), (np.zeros((13, 1)), np.zeros(13))
+
 def grow_pair():
     (X, y), _ = pair()
     return (X, y), (X[1:], y[1:])
@@ -117,6 +121,9 @@ def mod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.Fixture
     ("f", "nan_pair", "neighbour function {m}:nan_pair: D[0] holds nan at index (4, 0)"),
     ("f", "inf_label_pair", "neighbour function {m}:inf_label_pair: D'[1] holds inf at index 2"),
     ("nan_out", "pair", "target {m}:nan_out returned nan in row 3, entry 0"),
+    ("nan_out", "pair", "tells them apart) (runs on D of the pair {m}:pair)"),
+    ("f", "far_pair", "neighbour function {m}:far_pair: neighbouring datasets must differ "
+                      "by one record, got sizes 10 and 13"),
     ("complex_out", "pair", "target {m}:complex_out must return a real or boolean array"),
     ("label_out", "pair", "encode labels or categories as integers"),
     ("two_args", "pair", "a target takes exactly three arguments: f(data, rng, trials)"),

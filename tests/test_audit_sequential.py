@@ -175,3 +175,6 @@ def test_a_pure_dp_claim_is_audited_past_its_laplace_reference() -> None:
     assert r.epsilon_lower >= r.epsilon_claimed
     assert r.message().startswith(f"epsilon > {r.epsilon_lower:.4g} (betting")
     assert f">= claimed {r.epsilon_claimed:.4g}" in r.message()
+    # The catalogue declares the mechanism's exact epsilon; the sequential result carries it
+    # as the fixed-size one does.
+    assert r.details["epsilon_true"] == pytest.approx(0.25)

@@ -79,7 +79,7 @@ def run_command(args: argparse.Namespace) -> int:
     >>> add_common_options(p); configure_parser(p)
     >>> run_command(p.parse_args(["noisy_gd:sound", "--param", "T=3", "--param", "n=50",
     ...                           "--search", "canaries", "--quiet"]))  # doctest: +ELLIPSIS
-    noisy_gd:sound: PASS: no violation in 12 pairs under add_remove; worst ratio 1 ...
+    noisy_gd:sound: PASS: no violation in 13 pairs under add_remove; worst ratio 1 ...
     0
     """
     how = SearchSettings(

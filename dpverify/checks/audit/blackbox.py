@@ -55,7 +55,7 @@ from dpverify.checks.audit.targets import (
     check_same_shape,
     make_pairs,
     resolve_neighbours,
-    sample,
+    sample_world,
 )
 from dpverify.core.errors import InputError
 from dpverify.execution.trials import seed_streams
@@ -122,8 +122,7 @@ class _Run:
         ``extend`` (the second search round) or ``test``."""
         pr = self.pairs[pi]
         ss = self.streams[pi][2 * STAGES.index(stage) + world]
-        return sample(self.setup, pr.D if world == 0 else pr.D_prime, n, ss, self.block_size,
-                      self.execution)
+        return sample_world(self.setup, pr, world, n, ss, self.block_size, self.execution)
 
 
 STAGES = ("search", "extend", "test")
@@ -493,8 +492,7 @@ def _score_test(run: _Run, cands: list[Candidate], pi: int) -> None:
         pr = run.pairs[pi]
         root = run.streams[pi][2 * STAGES.index("test") + world]
         for n, ss in zip(chunks, root.spawn(len(chunks)), strict=True):
-            out = sample(run.setup, pr.D if world == 0 else pr.D_prime, n, ss,
-                         run.block_size, run.execution)
+            out = sample_world(run.setup, pr, world, n, ss, run.block_size, run.execution)
             for c in mine:
                 scores[id(c)][world].append(safe_scores(c.scorer, out, c.distinguisher))
     for c in mine:

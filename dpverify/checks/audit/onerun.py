@@ -433,6 +433,10 @@ def _scores(setup: Any, data: Dataset, canaries: tuple[np.ndarray, np.ndarray], 
         if scores == "releases":
             raise InputError("scores='releases' needs a registered curator algorithm")
     if out.shape[1] != d:
+        where = ("the problem's" if setup.registered else
+                 "the audit's data for a callable: --param d=D sets it")
         raise InputError(f"a one-run audit scores canaries by <output, x_i>: the output "
-                         f"must have the data dimension d={d}, got {out.shape[1]} entries")
+                         f"must have the data dimension d={d} ({where}), got "
+                         f"{out.shape[1]} entries; it suits a target that releases a model "
+                         "or a sum of its records")
     return yc * (Xc @ out[0]), eps_acc, acc_note, "output"

@@ -48,7 +48,7 @@ from dpverify.checks.audit.targets import (
     make_pairs,
     prepare,
     resolve_neighbours,
-    sample,
+    sample_world,
 )
 from dpverify.core.errors import InputError, check_positive, check_probability
 from dpverify.execution.trials import seed_streams
@@ -154,8 +154,8 @@ class _Stream:
     def draw(self, setup: AuditSetup, look: int, k: int, opts: Mapping[str, Any]) -> None:
         sD, sDp = self.seeds[look].spawn(2)
         bs, ex = opts.get("block_size"), opts.get("execution")
-        out_D = sample(setup, self.pair.D, k, sD, bs, ex)
-        out_Dp = sample(setup, self.pair.D_prime, k, sDp, bs, ex)
+        out_D = sample_world(setup, self.pair, 0, k, sD, bs, ex)
+        out_Dp = sample_world(setup, self.pair, 1, k, sDp, bs, ex)
         check_same_shape(setup, out_D, out_Dp, self.pair.label)
         self.D.append(out_D)
         self.D_prime.append(out_Dp)
@@ -363,6 +363,7 @@ def _result(setup: AuditSetup, options: Mapping[str, Any], pairs: list[Pair],
         "distinguishers": [n for n, _ in dists],
         "relation": setup.relation,
         "instance": list(setup.notes),
+        "epsilon_true": setup.epsilon_true,
         "pair": None if b is None else cands[b.candidate].pair,
         "distinguisher": None if b is None else cands[b.candidate].distinguisher,
         "low_bits_vary": None if b is None else getattr(cands[b.candidate].scorer,

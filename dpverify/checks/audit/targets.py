@@ -510,7 +510,10 @@ def _as_pair(label: str, res: tuple[Any, Any]) -> Pair:
         D, D2 = as_dataset(res[0]), as_dataset(res[1])
     except (TypeError, ValueError, InputError):  # objects of the user's own: no relation
         return Pair(label, res[0], res[1], None)
-    return Pair(label, res[0], res[1], NeighbourPair.from_datasets(D, D2, label))
+    try:
+        return Pair(label, res[0], res[1], NeighbourPair.from_datasets(D, D2, label))
+    except InputError as e:
+        raise InputError(f"neighbour function {label}: {e}") from e
 
 
 def _as_query_pair(label: str, res: tuple[Any, Any], queries: int) -> Pair:
@@ -632,7 +635,8 @@ def _check_block(out: Any, k: int, name: str, finite: bool = True) -> np.ndarray
             i, j = (int(v) for v in np.argwhere(bad)[0])
             raise InputError(f"target {name} returned {arr[i, j]} in row {i}, entry {j} of a "
                              f"block of {k} runs on finite data: outputs must be finite "
-                             "numbers")
+                             "numbers (release a failure as a finite code: one that occurs "
+                             "on one dataset of a pair and not the other tells them apart)")
     return arr
 
 
@@ -734,6 +738,19 @@ def sample(setup: AuditSetup, data: Any, trials: int, seed: np.random.SeedSequen
         if note:
             setup.notes.append(note)
     return np.concatenate(blocks, axis=0)
+
+
+def sample_world(setup: AuditSetup, pair: Pair, world: int, trials: int,
+                 seed: np.random.SeedSequence, block_size: int | None = None,
+                 execution: Execution | None = None) -> np.ndarray:
+    """:func:`sample` on ``pair``'s D (``world`` 0) or D' (1), naming them in a refusal:
+    an output that fails on one dataset of a pair and not the other is itself a leak."""
+    try:
+        return sample(setup, pair.D if world == 0 else pair.D_prime, trials, seed,
+                      block_size, execution)
+    except InputError as e:
+        side = "D" if world == 0 else "D'"
+        raise InputError(f"{e} (runs on {side} of the pair {pair.label})") from e
 
 
 # Runs of each of the two calls that tell whether a callable draws only from its rng.
