@@ -154,8 +154,9 @@ class AuditResult:
                     "evidence is in their magnitudes, not a floating-point artefact")
         return ("; the evidence is in the outputs' floating-point bits, not their values: "
                 "arithmetic in floating point leaks the input through the low bits of a "
-                "release (Mironov 2012); draw the noise on a grid (snapping) or round the "
-                "release")
+                "release (Mironov 2012; draw the noise on a grid, snapping, or round the "
+                "release), unless the output carries a value of the data that no noise "
+                "covers, whose bits show too")
 
     def to_outcome(self) -> Outcome:
         ev = dict(self.evidence)
