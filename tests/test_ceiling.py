@@ -65,3 +65,16 @@ def test_the_ceiling_rises_with_runs_and_stays_below_the_pairs_epsilon() -> None
     large, prob, size = ceiling.ceiling(p, q, 10**8, 0.1)
     assert 0 < small < large < true
     assert size == 1 and 0.02 < prob < 0.025
+
+
+def test_the_oracle_reach_is_read_off_its_counts() -> None:
+    """An outcome of log-ratio 0.1 and probability 0.3, counted on 10^6 runs per dataset:
+    its bound at 0.9 sits near 0.1 less two standard errors (0.003 each), so a figure of
+    0.05 is reached on every draw and one of 0.12 on none (400 draws, seeded)."""
+    p = np.array([0.3, 0.7])
+    q = np.array([0.3 * np.exp(-0.1), 1 - 0.3 * np.exp(-0.1)])
+    rng = np.random.default_rng(0)
+    low, mean, sd = ceiling.reach(p, q, 10**6, 0.1, 0.05, 400, rng)
+    high, _, _ = ceiling.reach(p, q, 10**6, 0.1, 0.12, 400, rng)
+    assert (low, high) == (1.0, 0.0)
+    assert 0.09 < mean < 0.1 and 0.001 < sd < 0.01
