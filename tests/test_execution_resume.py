@@ -162,3 +162,12 @@ def test_an_edited_target_in_an_importable_module_does_not_read_the_old_blocks(
 
     assert draw(0.0).mean() < 1.0
     assert draw(10.0).mean() > 9.0  # the stored blocks were of the old body
+
+
+def test_a_block_result_may_hold_none() -> None:
+    """A white-box block's values are None where its releases are not unsampled Gaussians:
+    a checkpoint stores and restores that as it does arrays."""
+    block = ({"a": np.arange(3.0), "b": None}, [None, 2.0])
+    back = unpack(pack(block))
+    assert back[0]["b"] is None and back[1][0] is None
+    np.testing.assert_array_equal(back[0]["a"], np.arange(3.0))

@@ -313,3 +313,17 @@ def test_the_readme_rate_function_passes_and_its_planted_twin_fails(capsys) -> N
     assert main(["rates", f"{EXAMPLES}:mean_error_planted", *common]) == 1
     out = capsys.readouterr().out
     assert "exponent -0.500" in out and "verdict: FAIL" in out
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    ("return 'abc'", "ValueError: could not convert string to float"),
+    ("raise RuntimeError('boom')", "RuntimeError: boom"),
+    ("return float('nan') if n == 400 else 1.0 / n", "returned nan at {'n': 400"),
+])
+def test_a_users_rate_function_that_fails_is_bad_input(tmp_path, capsys, body, says) -> None:  # noqa: ANN001
+    from dpverify.cli.app import main
+
+    (tmp_path / "userrate.py").write_text(f"def f(n, seed):\n    {body}\n")
+    rc = main(["rates", f"{tmp_path / 'userrate.py'}:f", "--vary", "n=100,200,400,800",
+               "--theory", "n=-1"])
+    assert rc == 2 and says in capsys.readouterr().out

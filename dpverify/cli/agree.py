@@ -19,10 +19,11 @@ from dpverify.checks.agreement import (
     agree_check,
     torch_status,
 )
-from dpverify.checks.base import CheckResult, CheckSpec, RunContext, jsonable
+from dpverify.checks.base import CheckResult, CheckSpec, RunContext
 from dpverify.core.claims import Verdict
 from dpverify.core.errors import InputError, check_positive, check_probability
 from dpverify.execution.experiment import Experiment
+from dpverify.report.io import write_json_atomic
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -116,8 +117,7 @@ def run_command(args: argparse.Namespace) -> int:
     if json_path:
         record = {"seed": args.seed, **result.to_dict()}
         try:
-            with open(json_path, "w", encoding="utf-8") as fh:
-                json.dump(jsonable(record), fh, indent=2)
+            write_json_atomic(json_path, record)
         except OSError as e:
             raise InputError(f"cannot write {json_path!r}: {e}") from None
     return 0 if outcome.verdict == Verdict.PASS else 1

@@ -108,6 +108,8 @@ def _pack(obj: Any, out: dict[str, np.ndarray], name: str) -> Any:
         if not all(isinstance(k, str) for k in obj):
             raise InputError("a checkpointed block may return dicts with string keys only")
         return {"dict": {k: _pack(v, out, f"{name}_{i}") for i, (k, v) in enumerate(obj.items())}}
+    if obj is None:  # a part of a result that does not apply (a white-box block's values)
+        return {"none": None}
     arr = np.asarray(obj)
     if arr.dtype == object:
         raise InputError(
@@ -126,6 +128,8 @@ def unpack(arrays: Mapping[str, np.ndarray]) -> Any:
 
 def _unpack(layout: Any, arrays: Mapping[str, np.ndarray]) -> Any:
     (kind, v), = layout.items()
+    if kind == "none":
+        return None
     if kind == "array":
         return np.asarray(arrays[v])
     if kind == "tuple":

@@ -462,10 +462,14 @@ def _call_function(fn: Callable[..., Any], kw: dict[str, Any], ints: np.ndarray,
             vals = np.asarray(fn(**kw, seeds=ints), dtype=float).reshape(-1)
         else:
             vals = np.array([float(fn(**kw, seed=int(s))) for s in ints])
-    except TypeError as e:
-        raise InputError(f"calling {name or fn!r} with {sorted(kw)} and a seed failed: "
-                         f"{e}") from None
+    except Exception as e:  # noqa: BLE001 - the user's code: its error, named, is bad input
+        raise InputError(f"calling {name or fn!r} with {kw} and a seed failed: "
+                         f"{type(e).__name__}: {e}") from None
     if vals.shape != (ints.size,):
         raise InputError(f"{name or fn!r} returned {vals.shape[0]} utilities for "
                          f"{ints.size} seeds")
+    bad = np.flatnonzero(~np.isfinite(vals))
+    if bad.size:
+        raise InputError(f"{name or fn!r} returned {vals[bad[0]]} at {kw}, seed "
+                         f"{int(ints[bad[0]])}: utilities must be finite numbers")
     return vals
