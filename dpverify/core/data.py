@@ -270,12 +270,17 @@ def canary_box_corners(
     >>> p.D.X[0].tolist(), p.D_prime.X[0].tolist()
     ([1.0, 1.0], [-1.0, -1.0])
     """
+    return _corner_pair(D, float(D.y[0]), relation, "box_corners")
+
+
+def _corner_pair(D: Dataset, y: float, relation: str, label: str) -> NeighbourPair:
+    """The corner (1, ..., 1) added to ``D``, or under replace-one in its first record with
+    the opposite corner in the other dataset."""
     check_relation(relation)
-    corner, y = np.ones(D.d), float(D.y[0])
+    corner = np.ones(D.d)
     if relation == "replace_one":
-        return NeighbourPair.replace_one(D.replaced(0, corner, y), 0, -corner, y,
-                                         "box_corners")
-    return _make_pair(D, corner, y, relation, "box_corners")
+        return NeighbourPair.replace_one(D.replaced(0, corner, y), 0, -corner, y, label)
+    return _make_pair(D, corner, y, relation, label)
 
 
 def canary_zero_base(
@@ -298,12 +303,7 @@ def canary_zero_base(
     >>> p.D.X[:2].tolist(), bool(p.D_prime.X.any())
     ([[1.0, 1.0], [0.0, 0.0]], False)
     """
-    check_relation(relation)
-    base, corner = Dataset(np.zeros_like(D.X), np.ones(D.n)), np.ones(D.d)
-    if relation == "replace_one":
-        return NeighbourPair.replace_one(base.replaced(0, corner, 1.0), 0, -corner, 1.0,
-                                         "zero_base")
-    return _make_pair(base, corner, 1.0, relation, "zero_base")
+    return _corner_pair(Dataset(np.zeros_like(D.X), np.ones(D.n)), 1.0, relation, "zero_base")
 
 
 def canary_nonfinite(
