@@ -126,6 +126,75 @@ def test_determinism_result_object():
     assert outcome.result.separable and outcome.result.reordered_identical
 
 
+# The door ---------------------------------------------------------------------------------
+
+_KEPT: list = []
+
+
+def _keeping_query_run(cur, setting, params):
+    """A query that keeps the records it is handed, and an output built from them."""
+    def query(X, y, w):
+        _KEPT[:] = [X]
+        return w @ X
+
+    g = cur.gaussian("sum", query, sensitivity=1.0, noise_std=1.0)
+    return g + _KEPT[0].mean(axis=0)
+
+
+def _private_field_run(cur, setting, params):
+    """A start point read from the curator's private fields, beside a proper release."""
+    g = cur.gaussian("sum", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=1.0)
+    return g + cur.backend.to_numpy(cur._X[0])[0]
+
+
+def _branching_run(cur, setting, params):
+    """How many releases it makes depends on records it reads without a release: two where
+    they are distinct, as D's continuous records are."""
+    x = cur.backend.to_numpy(cur._X[0])[:, 0]
+    releases = 1 + int(np.unique(x).size == x.size)
+    for _ in range(releases):
+        g = cur.gaussian("sum", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=1.0)
+    return g
+
+
+@pytest.mark.parametrize(("run", "expected"), [
+    (_keeping_query_run, Verdict.FAIL), (_private_field_run, Verdict.FAIL),
+    (_separate_run, Verdict.PASS), (_shared_noise_run, Verdict.PASS)])
+def test_the_door_check_sees_records_read_other_than_through_releases(run, expected):
+    outcome, _ = run_check_on(CheckSpec("d", "door", "tiny:sound"), _tiny_target(run))
+    assert outcome.verdict is expected, outcome.message
+    assert outcome.result.releases == 1
+    if expected is Verdict.FAIL:
+        assert "other than through its releases" in outcome.message
+        assert outcome.result.moved > 0
+
+
+def test_the_door_check_sees_a_release_sequence_set_by_unreleased_records():
+    """The other records, 20 of D's drawn with replacement, repeat one (all distinct with
+    probability 20!/20^20 < 1e-7): the playback makes one release where D's run made two."""
+    outcome, _ = run_check_on(CheckSpec("d", "door", "tiny:sound"), _tiny_target(_branching_run))
+    assert outcome.verdict is Verdict.FAIL
+    assert "the sequence of releases changed" in outcome.message
+
+
+def test_a_playback_hands_out_the_recorded_answers_on_any_backend():
+    from dpverify.core.curator import Curator, PlaybackMismatch
+    from dpverify.core.data import Dataset
+
+    D = Dataset(np.arange(6.0).reshape(3, 2), np.zeros(3))
+    E = Dataset(np.zeros((3, 2)), np.zeros(3))
+    q = lambda X, y, w: w @ X  # noqa: E731
+    rec = Curator(D, trials=4, rng=3, keep_answers=True)
+    a = rec.laplace("l", q, sensitivity=1.0, scale=1.0)
+    s = rec.exponential("e", lambda X, y, w: w @ X, sensitivity=1.0, epsilon=1.0)
+    answers = [r.answer for r in rec.ledger.records]
+    play = Curator.playback(E, answers, trials=4, rng=3)
+    assert np.array_equal(play.laplace("l", q, sensitivity=1.0, scale=1.0), a)
+    assert np.array_equal(play.exponential("e", q, sensitivity=1.0, epsilon=1.0), s)
+    with pytest.raises(PlaybackMismatch, match="release 2"):
+        play.gaussian("g", q, sensitivity=1.0, noise_std=1.0)
+
+
 # pytest and an out-of-tree package --------------------------------------------------------
 
 

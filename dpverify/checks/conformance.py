@@ -6,6 +6,8 @@ generated from its declarations rather than typed into a suite:
 ==================  =====================================================================
 ``outputs``         the run returns finite outputs with a leading trial axis
 ``setting``         the public setting built from D and from D' is the same, field by field
+``door``            the output depends on the records only through the curator's releases:
+                    the recorded answers played back on other records give the same output
 ``determinism``     results do not depend on the order blocks run in, on a rerun, on other
                     trials' data (trial separability), or (with ``workers``) on processes
 ``account``         the accountant's epsilon on the executed ledger is within the claim
@@ -51,7 +53,7 @@ from dpverify.checks.base import (
     run_check,
 )
 from dpverify.core.claims import Verdict
-from dpverify.core.curator import Curator
+from dpverify.core.curator import Curator, PlaybackMismatch
 from dpverify.core.data import Dataset, make_pair
 from dpverify.core.errors import InputError, check_positive
 from dpverify.core.registry import Battery, Target, all_algorithms, get_algorithm, resolve
@@ -76,6 +78,7 @@ class BatteryCheck:
 BATTERY: tuple[BatteryCheck, ...] = (
     BatteryCheck("outputs", "outputs"),
     BatteryCheck("setting", "setting"),
+    BatteryCheck("door", "door"),
     BatteryCheck("determinism", "determinism", thorough={"workers": 2}),
     BatteryCheck("account", "account"),
     BatteryCheck("sensitivity", "sensitivity", {"search": "all"}),
@@ -118,9 +121,9 @@ def battery_specs(target: Target, names: Sequence[str] | None = None) -> list[Ch
     >>> specs = battery_specs(resolve("noisy_gd:planted_no_clip"))
     >>> [(s.id, s.expected.value) for s in specs][:5]  # doctest: +NORMALIZE_WHITESPACE
     [('noisy_gd.planted_no_clip.outputs', 'PASS'), ('noisy_gd.planted_no_clip.setting', 'PASS'),
+     ('noisy_gd.planted_no_clip.door', 'PASS'),
      ('noisy_gd.planted_no_clip.determinism', 'PASS'),
-     ('noisy_gd.planted_no_clip.account', 'PASS'),
-     ('noisy_gd.planted_no_clip.sensitivity', 'FAIL')]
+     ('noisy_gd.planted_no_clip.account', 'PASS')]
     """
     unknown = sorted(set(names or ()) - set(BATTERY_NAMES))
     if unknown:
@@ -339,6 +342,96 @@ class SettingCheck(CheckKind):
 
 
 @dataclass(frozen=True)
+class DoorOptions(Options):
+    """``trials``: how many runs are recorded and played back."""
+
+    trials: int = 8
+
+
+@dataclass(frozen=True)
+class DoorMetrics(Result):
+    """The ``door`` check's numbers: a recorded run played back on other records."""
+
+    trials: int | None = doc("runs recorded and played back")
+    releases: int | None = doc("releases of the recorded run")
+    identical: bool | None = doc("whether the playback gave the recorded output, bit for bit")
+    moved: float | None = doc("the largest change of an output value on the other records")
+
+
+@register_kind
+class DoorCheck(CheckKind):
+    """The output depends on the records only through the curator's releases.
+
+    A run on D keeps every answer it was released; the same run (same seed, D's public
+    setting) is then made on other records (D's own, drawn with replacement) with those
+    answers handed out in place of its own. Every query is still evaluated on the other
+    records and every random draw made as before, so the two outputs are bit-identical
+    unless the variant reads the records some other way: a query that keeps the records it
+    is handed, a read of the curator's private fields, data held in a closure that the
+    curator's records feed. What no release carries can be private to no accountant or
+    audit, which see the data only through the releases.
+    """
+
+    name = "door"
+    Options = DoorOptions
+    Result = DoorMetrics
+    registered_only = True
+
+    def run(self, exp: Experiment, options: DoorOptions) -> Outcome:
+        k = exp.trial_count(options.trials, 8)
+        data = exp.problem.data
+        seed = seed_streams(exp.seed, 6)[5]
+        setting, params, n = exp.setting(data), exp.params, data.n
+        with np.errstate(all="ignore"):
+            rec = Curator(data, trials=k, rng=_copy(seed), backend=exp.backend, n_public=n,
+                          keep_answers=True)
+            first = _numpy_rows(rec, exp.target.variant.run(rec, setting, params), k)
+            answers = [r.answer for r in rec.ledger.records]
+            play = Curator.playback(_resampled(data, seed), answers, trials=k,
+                                    rng=_copy(seed), backend=exp.backend, n_public=n)
+            try:
+                again = _numpy_rows(play, exp.target.variant.run(play, setting, params), k)
+            except PlaybackMismatch as e:
+                again, mismatch = None, str(e)
+        metrics = DoorMetrics(trials=k, releases=len(rec.ledger))
+        if again is None or rec.ledger.signature() != play.ledger.signature():
+            why = mismatch if again is None else "the sequence of releases changed"
+            return Outcome(Verdict.FAIL, metrics.replace(identical=False), {},
+                           f"on other records with the same answers {why}: the variant "
+                           "reads the records other than through its releases")
+        moved = _largest_move(first, again)
+        metrics = metrics.replace(identical=moved == 0.0, moved=moved)
+        if moved != 0.0:
+            return Outcome(Verdict.FAIL, metrics, {},
+                           f"the output moves by {moved:.3g} on other records given the same "
+                           f"{len(answers)} released answers: the variant reads the records "
+                           "other than through its releases")
+        return Outcome(Verdict.PASS, metrics, {}, f"{k} runs' outputs are bit-identical on "
+                       f"other records given the same {len(answers)} released answers")
+
+
+def _numpy_rows(cur: Curator, out: Any, k: int) -> np.ndarray:
+    return np.asarray(cur.backend.to_numpy(out), dtype=float).reshape(k, -1)
+
+
+def _largest_move(a: np.ndarray, b: np.ndarray) -> float:
+    """0 where ``a`` and ``b`` are the same (NaN where NaN), else the largest change."""
+    if a.shape == b.shape and np.array_equal(a, b, equal_nan=True):
+        return 0.0
+    if a.shape != b.shape:
+        return math.inf
+    with np.errstate(invalid="ignore"):
+        d = np.abs(a - b)
+    return float(np.nanmax(d)) if np.isfinite(d).any() and np.nanmax(d) > 0 else math.inf
+
+
+def _resampled(data: Dataset, seed: Any) -> Dataset:
+    """Other records of the same kind: D's own, drawn with replacement."""
+    idx = np.random.default_rng(seed_streams(_copy(seed), 2)[1]).integers(0, data.n, data.n)
+    return Dataset(data.X[idx], data.y[idx], data.allow_nonfinite)
+
+
+@dataclass(frozen=True)
 class DeterminismOptions(Options):
     """``trials`` in blocks of ``block_size``; ``workers`` > 0 also runs the blocks in that
     many local processes."""
@@ -428,9 +521,7 @@ def _trial_separable(exp: Experiment, data: Dataset, k: int, seed: Any) -> tuple
     """
     if k < 2:
         return True, 0.0
-    # Other records of the same kind: D's own, drawn with replacement.
-    idx = np.random.default_rng(seed_streams(_copy(seed), 2)[1]).integers(0, data.n, data.n)
-    other = Dataset(data.X[idx], data.y[idx], data.allow_nonfinite)
+    other = _resampled(data, seed)
     slots = Dataset(np.vstack([data.X, other.X]), np.concatenate([data.y, other.y]),
                     data.allow_nonfinite)
     n = data.n
@@ -444,14 +535,9 @@ def _trial_separable(exp: Experiment, data: Dataset, k: int, seed: Any) -> tuple
         cur = Curator.membership(slots, mask, trials=k, rng=seed_streams(_copy(seed), 1)[0],
                                  backend=exp.backend, n_public=n)
         out = exp.target.variant.run(cur, setting, exp.params)
-        outs.append(np.asarray(cur.backend.to_numpy(out), dtype=float).reshape(k, -1)[0])
-    a, b = outs
-    if a.shape == b.shape and np.array_equal(a, b, equal_nan=True):
-        return True, 0.0
-    if a.shape != b.shape:
-        return False, math.inf
-    with np.errstate(invalid="ignore"):
-        return False, float(np.nanmax(np.abs(a - b))) if np.isfinite(a - b).any() else math.inf
+        outs.append(_numpy_rows(cur, out, k)[0])
+    moved = _largest_move(*outs)
+    return moved == 0.0, moved
 
 
 # pytest ----------------------------------------------------------------------------------

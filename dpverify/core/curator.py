@@ -23,7 +23,7 @@ a record outside the batch, 1 inside (a count under sampling with replacement).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,10 @@ SAMPLING_SCHEMES = (
 # Schemes whose privacy amplification the accountant credits: the batch is a random draw
 # from the whole pool, so each query "touches" every record with the sampling probability.
 AMPLIFIED = ("poisson", "uniform_without_replacement", "uniform_with_replacement")
+
+
+class PlaybackMismatch(RuntimeError):
+    """A run played back another run's answers but asked for other releases."""
 
 
 @dataclass(frozen=True)
@@ -292,6 +296,8 @@ class Curator:
         self._to_backend()
         self.ledger = Ledger(dataset_size=self.n, trials=self.trials)
         self._step: int | None = None
+        # Answers recorded from another run, handed out in place of this run's (a playback).
+        self._playback: list[np.ndarray] | None = None
         # Fields of the public setting that differ between D and D' (a replay fills it in).
         self.setting_differences: list[str] = []
 
@@ -355,6 +361,47 @@ class Curator:
         array([2., 1.])
         """
         return cls(data, present=mask, **kwargs)
+
+    @classmethod
+    def playback(cls, data: Dataset, answers: Sequence[np.ndarray], **kwargs: Any) -> Curator:
+        """A curator on ``data`` that hands out ``answers`` (another run's, in order).
+
+        Every query is still evaluated on ``data`` and every random draw made as in a
+        plain run, so an algorithm that reads the records only through its releases, run
+        with the recorded run's seed, gives that run's output whatever ``data`` holds.
+        A release the recorded run did not make raises :class:`PlaybackMismatch`.
+
+        Examples
+        --------
+        >>> from dpverify.core.data import Dataset
+        >>> q = lambda X, y, w: w @ X
+        >>> rec = Curator(Dataset(np.ones((3, 1)), np.zeros(3)), rng=0, keep_answers=True)
+        >>> a = rec.gaussian("s", q, sensitivity=1.0, noise_std=1.0)
+        >>> cur = Curator.playback(Dataset(np.zeros((3, 1)), np.zeros(3)),
+        ...                        [r.answer for r in rec.ledger.records], rng=0)
+        >>> bool(cur.gaussian("s", q, sensitivity=1.0, noise_std=1.0) == a)
+        True
+        """
+        cur = cls(data, **kwargs)
+        cur._playback = [np.asarray(a) for a in answers]
+        return cur
+
+    def _played(self, name: str, value: Any) -> Any:
+        """The recorded answer of this release in a playback, else ``value``."""
+        if self._playback is None:
+            return value
+        i = len(self.ledger.releases)
+        if i >= len(self._playback):
+            raise PlaybackMismatch(f"release {i} ({name!r}) was not made by the recorded run, "
+                                   f"which made {len(self._playback)}")
+        rec = self._playback[i]
+        if rec.size != int(np.prod(value.shape)):
+            raise PlaybackMismatch(f"release {i} ({name!r}) has shape {tuple(value.shape)}; "
+                                   f"the recorded run's had {rec.size // self.trials} values "
+                                   "per trial")
+        if isinstance(value, np.ndarray):
+            return rec.reshape(value.shape).astype(value.dtype)
+        return self.backend.asarray(rec.reshape(tuple(value.shape)))
 
     def _to_backend(self) -> None:
         b = self.backend
@@ -598,7 +645,7 @@ class Curator:
             logits = np.where(np.isnan(u), -np.inf, u / scale)
         if np.any(np.all(logits == -np.inf, axis=1)):
             raise InputError(f"release {name!r}: a trial offers no option with a score")
-        idx = np.argmax(logits + self.rng.gumbel(size=u.shape), axis=1)
+        idx = self._played(name, np.argmax(logits + self.rng.gumbel(size=u.shape), axis=1))
         if self._keep_answers:
             observed["answer"] = idx.reshape(self.trials, 1).astype(float)
         self._record(name, "exponential", float(sensitivity), "linf", scale, batch,
@@ -659,6 +706,7 @@ class Curator:
             value = value + noise * b.laplace(self.rng, shape)
         if snapped and mechanism != "exact":
             value = snap(self.xp, value, noise)
+        value = self._played(name, value)
         if self._keep_answers:
             observed["answer"] = b.to_numpy(value).reshape(self.trials, -1).copy()
         self._record(name, mechanism, None if sensitivity is None else float(sensitivity),
