@@ -157,8 +157,18 @@ def _branching_run(cur, setting, params):
     return g
 
 
+def _kept_for_later_run(cur, setting, params):
+    """Records kept from each run, read in the next: the first playback follows the run on
+    D and agrees with it, the second follows a run on other records."""
+    g = cur.gaussian("sum", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=1.0)
+    earlier = _KEPT[0].mean(axis=0) if _KEPT else 0.0
+    _KEPT[:] = [cur.backend.to_numpy(cur._X[0])]
+    return g + earlier
+
+
 @pytest.mark.parametrize(("run", "expected"), [
     (_keeping_query_run, Verdict.FAIL), (_private_field_run, Verdict.FAIL),
+    (_kept_for_later_run, Verdict.FAIL),
     (_separate_run, Verdict.PASS), (_shared_noise_run, Verdict.PASS)])
 def test_the_door_check_sees_records_read_other_than_through_releases(run, expected):
     outcome, _ = run_check_on(CheckSpec("d", "door", "tiny:sound"), _tiny_target(run))
