@@ -256,7 +256,7 @@ BAD = {
         [check.options]
         mode = "whitebox"
         trails = 100
-        """, r"^trails", ["unknown option 'trails'", "audit", "trials"]),
+        """, r"^trails", ["unknown option 'trails'", "for an audit check", "trials"]),
     "misspelt_thorough_option": ("""
         [[check]]
         id = "a"

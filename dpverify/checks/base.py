@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal, Union
 
 from dpverify.core.claims import Verdict
 from dpverify.core.errors import InputError
-from dpverify.core.prose import Statement, inconclusive_reason
+from dpverify.core.prose import Statement, inconclusive_reason, with_article
 from dpverify.execution.experiment import Experiment
 
 
@@ -295,7 +295,7 @@ class Result:
             f = fields.get(key)
             if f is None:
                 if strict:
-                    raise ValueError(f"a {cls._who()} result has no field {key!r} "
+                    raise ValueError(f"{with_article(cls._who())} result has no field {key!r} "
                                      f"(declared: {sorted(fields)})")
                 extra[key] = raw
                 continue
@@ -307,8 +307,8 @@ class Result:
         if v in _NUMBER_WORDS and _accepts_float(tp):
             return float(v)
         if strict and not conforms(v, tp):
-            raise ValueError(f"a {cls._who()} result's {key!r} must be {type_name(tp)}, "
-                             f"got {v!r}")
+            raise ValueError(f"{with_article(cls._who())} result's {key!r} must be "
+                             f"{type_name(tp)}, got {v!r}")
         return v
 
     @classmethod

@@ -43,6 +43,7 @@ from dpverify.checks.runner import run_checks, warning_summary, with_params
 from dpverify.cli.app import parse_params
 from dpverify.core.claims import Verdict, check_relation
 from dpverify.core.errors import InputError, check_delta, check_epsilon, check_positive
+from dpverify.core.prose import with_article
 from dpverify.core.registry import all_algorithms, is_registered_target, load_callable, resolve
 from dpverify.report.io import write_json_atomic
 from dpverify.report.runs import RunOutput
@@ -288,8 +289,8 @@ def _check_options(kind: CheckKind, options: dict[str, Any], thorough: dict[str,
     for table in (options, thorough):
         for key in table:
             if key not in known:
-                raise InputError(f"{where(key)}: unknown option {key!r} for a {kind.name} "
-                                 f"check; known: {sorted(known)}")
+                raise InputError(f"{where(key)}: unknown option {key!r} for "
+                                 f"{with_article(kind.name)} check; known: {sorted(known)}")
     for table in (options, {**options, **thorough}):
         try:
             kind.options(table)
