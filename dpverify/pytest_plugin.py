@@ -14,8 +14,10 @@ import pytest
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from dpverify.cli.app import nonnegative_int
+
     group = parser.getgroup("dpverify")
-    group.addoption("--dpverify-seed", type=int, default=None,
+    group.addoption("--dpverify-seed", type=nonnegative_int, default=None,
                     help="root seed of suite checks (default: each suite's own, else 0)")
     group.addoption("--dpverify-scale", choices=["quick", "thorough"], default="quick",
                     help="scale of suite checks")

@@ -195,7 +195,7 @@ def test_run_missing_suite_file(tmp_path, capsys):
 def test_run_bad_trials(write_suite, tmp_path, capsys):
     path = write_suite(QUICK)
     assert main(["run", str(path), "--trials", "0", "--report-dir", str(tmp_path / "r")]) == 2
-    assert "--trials" in capsys.readouterr().out
+    assert "--trials" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
 
 
@@ -396,6 +396,51 @@ def test_every_help_states_every_default():
             assert "default" in entry.lower(), (name, a.option_strings, entry)
     assert "(default: a new folder reports/runs/<time>-<suites>" in " ".join(
         _subparsers()["run"].format_help().split())
+
+
+COUNT_FLAGS = [
+    (["run", str(SMOKE)], "--workers"), (["run", str(SMOKE)], "--jobs"),
+    (["run", str(SMOKE)], "--trials"), (["account", "noisy_gd:sound"], "--workers"),
+    (["check", "noisy_gd"], "--jobs"), (["audit", "noisy_gd:sound"], "--block-size"),
+    (["audit", "noisy_gd:sound"], "--max-trials"), (["audit", "noisy_gd:sound"], "--canaries"),
+    (["mia", "noisy_gd:sound"], "--pool"), (["mia", "noisy_gd:sound"], "--block-size"),
+    (["sensitivity", "noisy_gd:sound"], "--max-examples"), (["rates", "noisy_gd:sound"],
+                                                             "--seeds"),
+    (["rates", "noisy_gd:sound"], "--boot"), (["agree", "noisy_gd:sound"], "--trials"),
+]
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "many"])
+@pytest.mark.parametrize(("argv", "flag"), COUNT_FLAGS, ids=lambda x: x if isinstance(x, str)
+                         else x[0])
+def test_a_count_option_below_one_is_refused_before_any_work(argv, flag, value, tmp_path,
+                                                              capsys):
+    code = main([*argv, flag, value, "--json", str(tmp_path / "r.json")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}" in err and f"got '{value}'" in err, err
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("command", ["run", "account", "audit", "mia", "sensitivity", "rates",
+                                     "agree"])
+def test_a_negative_seed_is_refused_before_any_work(command, capsys):
+    target = str(SMOKE) if command == "run" else "noisy_gd:sound"
+    assert main([command, target, "--seed", "-1"]) == 2
+    assert "argument --seed: must be an integer >= 0, got '-1'" in capsys.readouterr().err
+
+
+def test_every_integer_option_goes_through_a_shared_validator():
+    """No subcommand takes a bare ``type=int``: counts and seeds share one checked type."""
+    from dpverify.cli.app import nonnegative_int, positive_int
+
+    for name, p in _subparsers().items():
+        for a in p._actions:
+            assert a.type is not int, (name, a.option_strings)
+    flags = {o: a.type for p in _subparsers().values() for a in p._actions
+             for o in a.option_strings}
+    assert flags["--workers"] is flags["--jobs"] is flags["--block-size"] is positive_int
+    assert flags["--seed"] is flags["--random-pairs"] is nonnegative_int
 
 
 def test_report_help_lists_only_rendering_options():

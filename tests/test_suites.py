@@ -298,6 +298,14 @@ BAD = {
         kind = "account"
         target = "noisy_gd:sound"
         """, r"^seed", ["seed", "'zero'"]),
+    "seed_negative": ("""
+        [suite]
+        seed = -1
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        """, r"^seed", ["seed must be an integer >= 0", "-1"]),
 }
 
 

@@ -180,8 +180,8 @@ def load_suite(path: str | Path) -> Suite:
         checks.append(_load_check(entry, i, seen, lambda key, i=i: (
             f"{path}:{_line_of(text, i, key)}")))
     seed = head.get("seed")
-    if seed is not None and not isinstance(seed, int):
-        raise _fail(path, text, None, "seed", f"seed must be an integer, got {seed!r}")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+        raise _fail(path, text, None, "seed", f"seed must be an integer >= 0, got {seed!r}")
     return Suite(path, str(head.get("name", path.stem)), checks, seed,
                  str(head.get("description", "")))
 
@@ -371,8 +371,6 @@ def run_command(args: Any) -> int:
 
 
     suites = [load_suite(p) for p in discover(args.suites)]
-    if args.trials is not None and args.trials <= 0:
-        raise InputError(f"--trials must be a positive integer, got {args.trials}")
     # Found now rather than after every check has run and the results have nowhere to go.
     output = RunOutput.check(args.report_dir, [Path(a).stem for a in args.suites])
     overrides = _cli_params(args)
