@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import re
@@ -428,6 +429,32 @@ def test_a_negative_seed_is_refused_before_any_work(command, capsys):
     target = str(SMOKE) if command == "run" else "noisy_gd:sound"
     assert main([command, target, "--seed", "-1"]) == 2
     assert "argument --seed: must be an integer >= 0, got '-1'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["run", "account", "audit", "mia", "sensitivity", "rates",
+                                     "agree"])
+@pytest.mark.parametrize(("item", "words"), [
+    ("T=abc", "parameter 'T' of noisy_gd takes an integer, got 'abc'"),
+    ("T=2.5", "parameter 'T' of noisy_gd takes an integer, got 2.5"),
+    ("eta=fast", "parameter 'eta' of noisy_gd takes a number, got 'fast'"),
+])
+def test_a_param_of_the_wrong_kind_is_refused_before_any_work(command, item, words, tmp_path,
+                                                              capsys):
+    target = str(SMOKE) if command == "run" else "noisy_gd:sound"
+    json_path = tmp_path / "r.json"
+    assert main([command, target, "--param", item, "--json", str(json_path)]) == 2
+    out = capsys.readouterr().out
+    assert f"--param {item.split('=')[0]}: {words}" in out, out
+    assert not json_path.exists()
+
+
+def test_a_param_that_takes_words_keeps_them():
+    """A parameter declared ``None`` by default may take words: only its algorithm judges."""
+    from dpverify.cli.app import check_params
+
+    check_params(argparse.Namespace(target="o2nc_erm:sound", param=["beta=balanced"]))
+    with pytest.raises(InputError, match="--fixed alpha: parameter 'alpha' of o2nc_erm"):
+        check_params(argparse.Namespace(target="o2nc_erm:sound", fixed=["alpha=x"]))
 
 
 def test_every_integer_option_goes_through_a_shared_validator():

@@ -298,6 +298,15 @@ BAD = {
         kind = "account"
         target = "noisy_gd:sound"
         """, r"^seed", ["seed", "'zero'"]),
+    "param_not_a_number": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.params]
+        n = 40
+        T = "abc"
+        """, r"^T =", ["parameter 'T' of noisy_gd takes an integer", "'abc'"]),
     "seed_negative": ("""
         [suite]
         seed = -1

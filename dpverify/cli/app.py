@@ -158,6 +158,38 @@ def add_common_options(p: argparse.ArgumentParser, *, suite: bool = False) -> No
                                  "algorithm's own)")
 
 
+# Options holding KEY=VALUE parameter overrides of a command's TARGET.
+_PARAM_FLAGS = {"param": "--param", "fixed": "--fixed", "control": "--control"}
+
+
+def check_params(args: argparse.Namespace) -> None:
+    """Parameter overrides of a registered TARGET, checked against it before any work.
+
+    A name the algorithm lacks, or a value of the wrong kind (a word for a number), is
+    an :class:`InputError` naming the flag, the parameter and the algorithm.
+
+    Examples
+    --------
+    >>> try:
+    ...     check_params(argparse.Namespace(target="noisy_gd:sound", param=["T=abc"]))
+    ... except InputError as e:
+    ...     print(e)
+    --param T: parameter 'T' of noisy_gd takes an integer, got 'abc'
+    """
+    from dpverify.core.registry import is_registered_target, resolve
+
+    target = getattr(args, "target", None)
+    if not isinstance(target, str) or not is_registered_target(target):
+        return  # a user's callable: its parameters are its own to judge
+    t = resolve(target)
+    for attr, flag in _PARAM_FLAGS.items():
+        for key, value in parse_params(getattr(args, attr, None)).items():
+            try:
+                t.algorithm.params(t.variant.name, {key: value})
+            except InputError as e:
+                raise InputError(f"{flag} {key}: {e}") from None
+
+
 def check_outputs(args: argparse.Namespace) -> None:
     """Every file or folder the command will write, checked before any work.
 
@@ -339,6 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(e.code or 0)
     try:
         check_outputs(args)
+        check_params(args)
         if args.command == "run":
             from dpverify.cli.suites import run_command
 
