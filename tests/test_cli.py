@@ -457,6 +457,15 @@ def test_a_param_that_takes_words_keeps_them():
         check_params(argparse.Namespace(target="o2nc_erm:sound", fixed=["alpha=x"]))
 
 
+def test_only_matching_no_check_is_refused_listing_the_ids(tmp_path, capsys):
+    report = tmp_path / "r"
+    assert main(["run", str(SMOKE), "--only", "no_such_check", "--report-dir", str(report)]) == 2
+    out = capsys.readouterr().out
+    assert "--only 'no_such_check' matches no check id" in out, out
+    assert "noisy_gd.sound.account" in out
+    assert not report.exists()
+
+
 def test_every_integer_option_goes_through_a_shared_validator():
     """No subcommand takes a bare ``type=int``: counts and seeds share one checked type."""
     from dpverify.cli.app import nonnegative_int, positive_int

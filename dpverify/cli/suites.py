@@ -365,12 +365,34 @@ def run_suites(
     return run
 
 
+def check_only(only: str | None, suites: Sequence[Suite], shown: int = 10) -> None:
+    """Refuse an ``--only`` text that no check id contains, listing some of the ids.
+
+    Examples
+    --------
+    >>> s = Suite(Path("s.toml"), "s", [CheckSpec(i, "account", "t") for i in ("a.x", "b.x")])
+    >>> check_only("x", [s])
+    >>> try:
+    ...     check_only("y", [s])
+    ... except InputError as e:
+    ...     print(e)
+    --only 'y' matches no check id; the ids: a.x, b.x
+    """
+    ids = [spec.id for s in suites for spec in s.checks]
+    if only is None or any(only in i for i in ids):
+        return
+    more = f", ... ({len(ids) - shown} more)" if len(ids) > shown else ""
+    raise InputError(f"--only {only!r} matches no check id; the ids: "
+                     f"{', '.join(ids[:shown])}{more}")
+
+
 def run_command(args: Any) -> int:
     """``dpverify run``: validate all suites, run them, write the reports, show a summary."""
     from rich.console import Console
 
 
     suites = [load_suite(p) for p in discover(args.suites)]
+    check_only(args.only, suites)
     # Found now rather than after every check has run and the results have nowhere to go.
     output = RunOutput.check(args.report_dir, [Path(a).stem for a in args.suites])
     overrides = _cli_params(args)
