@@ -385,6 +385,34 @@ def test_discover_finds_suites_in_folders(tmp_path):
         discover([tmp_path / "empty"])
 
 
+def test_a_suite_file_named_twice_is_discovered_once(tmp_path, monkeypatch):
+    (tmp_path / "sub").mkdir()
+    a, b = tmp_path / "a.toml", tmp_path / "sub" / "b.toml"
+    for p in (a, b):
+        p.write_text(textwrap.dedent(GOOD))
+    monkeypatch.chdir(tmp_path)
+    assert discover([a, "a.toml", tmp_path / "sub" / ".." / "a.toml", tmp_path]) == [a, b]
+
+
+def test_the_same_suite_twice_runs_its_checks_once(write_suite, tmp_path):
+    import json
+
+    path = write_suite(GOOD)
+    report = tmp_path / "r"
+    assert cli_main(["run", str(path), str(path), "--report-dir", str(report), "--quiet"]) == 0
+    ids = [c["id"] for c in json.loads((report / "report.json").read_text())["checks"]]
+    assert ids == ["gd.sound", "gd.half"]
+
+
+def test_two_suites_declaring_one_id_are_refused_naming_both(write_suite, tmp_path, capsys):
+    first, second = write_suite(GOOD, "first.toml"), write_suite(GOOD, "second.toml")
+    report = tmp_path / "r"
+    assert cli_main(["run", str(first), str(second), "--report-dir", str(report)]) == 2
+    out = capsys.readouterr().out
+    assert f"check id 'gd.sound' is declared by both {first} and {second}" in out, out
+    assert not report.exists()
+
+
 def test_run_suites_meets_expectations_and_filters(write_suite):
     suite = load_suite(write_suite(GOOD))
     seen = []

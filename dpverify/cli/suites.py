@@ -300,18 +300,44 @@ def _check_options(kind: CheckKind, options: dict[str, Any], thorough: dict[str,
 
 
 def discover(paths: Iterable[str | Path]) -> list[Path]:
-    """Suite files named directly or found (``*.toml``, recursively) in folders."""
-    out: list[Path] = []
+    """Suite files named directly or found (``*.toml``, recursively) in folders.
+
+    A file named twice (directly, through another spelling of its path, or inside a
+    folder also given) is kept once, where it first appears.
+    """
+    found: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out.extend(sorted(p.rglob("*.toml")))
+            found.extend(sorted(p.rglob("*.toml")))
         elif p.exists():
-            out.append(p)
+            found.append(p)
         else:
             raise InputError(f"no suite file or folder {str(p)!r}")
-    if not out:
+    if not found:
         raise InputError(f"no suite files found in {[str(p) for p in paths]}")
-    return out
+    unique = {f.resolve(): f for f in reversed(found)}  # the first spelling wins
+    return [f for f in found if unique[f.resolve()] is f]
+
+
+def check_unique_ids(suites: Sequence[Suite]) -> None:
+    """Refuse two suite files that declare the same check id: results are keyed by id.
+
+    Examples
+    --------
+    >>> a = Suite(Path("a.toml"), "a", [CheckSpec("x", "account", "t")])
+    >>> try:
+    ...     check_unique_ids([a, dataclasses.replace(a, path=Path("b.toml"))])
+    ... except InputError as e:
+    ...     print(e)
+    check id 'x' is declared by both a.toml and b.toml
+    """
+    owner: dict[str, Path] = {}
+    for suite in suites:
+        for spec in suite.checks:
+            first = owner.setdefault(spec.id, suite.path)
+            if first != suite.path:
+                raise InputError(f"check id {spec.id!r} is declared by both {first} and "
+                                 f"{suite.path}")
 
 
 def scaled(spec: CheckSpec, scale: str) -> CheckSpec:
@@ -392,6 +418,7 @@ def run_command(args: Any) -> int:
 
 
     suites = [load_suite(p) for p in discover(args.suites)]
+    check_unique_ids(suites)
     check_only(args.only, suites)
     # Found now rather than after every check has run and the results have nowhere to go.
     output = RunOutput.check(args.report_dir, [Path(a).stem for a in args.suites])
