@@ -374,6 +374,36 @@ def test_a_user_callable_target_is_imported_at_load_time(write_suite):
         load_suite(bad)
 
 
+def test_file_path_callables_are_read_from_the_suite_files_folder(tmp_path, monkeypatch):
+    sub = tmp_path / "suites"
+    sub.mkdir()
+    (sub / "mech.py").write_text("def f(data, rng, trials):\n    return data\n\n"
+                                 "def pair():\n    return [0.0], [1.0]\n")
+    suite = sub / "s.toml"
+    suite.write_text(textwrap.dedent("""
+        [[check]]
+        id = "a"
+        kind = "audit"
+        target = "mech.py:f"
+        [check.options]
+        epsilon = 1.0
+        delta = 1e-5
+        neighbours = "mech.py:pair,random"
+        """))
+    monkeypatch.chdir(tmp_path)  # not the suite's folder: mech.py is not here
+    spec = load_suite(suite).checks[0]
+    assert spec.target == str(Path("suites") / "mech.py") + ":f"
+    assert spec.options["neighbours"] == str(Path("suites") / "mech.py") + ":pair,random"
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert load_suite(suite).checks[0].target == f"{sub / 'mech.py'}:f"
+    # A file beside the working directory but not beside the suite is not taken.
+    (sub / "mech.py").rename(elsewhere / "mech.py")
+    with pytest.raises(InputError, match=re.escape(str(sub / "mech.py"))):
+        load_suite(suite)
+
+
 def test_discover_finds_suites_in_folders(tmp_path):
     (tmp_path / "sub").mkdir()
     for p in (tmp_path / "a.toml", tmp_path / "sub" / "b.toml"):

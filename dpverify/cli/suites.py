@@ -19,6 +19,9 @@ A suite is a TOML file::
     [check.thorough]              # option overrides at --scale thorough (optional), and
     trials = 100000               # expected = "..." where the larger sample decides
 
+A relative file path in a ``file.py:function`` (the target, or an option's value) is read
+from the suite file's own folder, not the working directory.
+
 Every file is validated before any check runs, so bad input costs nothing and writes
 nothing. ``battery`` generates the conformance battery's checks of the named algorithms,
 variants or packages (:mod:`dpverify.checks.conformance`) ahead of the suite's own: a suite holds
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -177,6 +181,8 @@ def load_suite(path: str | Path) -> Suite:
     seen: set[str] = {s.id for s in battery}
     checks: list[CheckSpec] = list(battery)
     for i, entry in enumerate(entries):
+        if isinstance(entry, dict):
+            entry = _anchored(entry, path.parent)
         checks.append(_load_check(entry, i, seen, lambda key, i=i: (
             f"{path}:{_line_of(text, i, key)}")))
     seed = head.get("seed")
@@ -184,6 +190,54 @@ def load_suite(path: str | Path) -> Suite:
         raise _fail(path, text, None, "seed", f"seed must be an integer >= 0, got {seed!r}")
     return Suite(path, str(head.get("name", path.stem)), checks, seed,
                  str(head.get("description", "")))
+
+
+# A file-path callable inside a value: "mech.py:f", and each item of "a.py:pair,random".
+_FILE_CALLABLE = re.compile(r"^(?P<file>[^:,]+\.py):(?P<attr>[A-Za-z_]\w*)$")
+
+
+def _anchor(value: Any, folder: Path) -> Any:
+    """``value`` with each relative ``file.py:function`` read from ``folder``.
+
+    Examples
+    --------
+    >>> _anchor("mech.py:f,random", Path("/suites"))
+    '/suites/mech.py:f,random'
+    >>> _anchor(["/abs/m.py:g", "noisy_gd:sound", 3], Path("/suites"))
+    ['/abs/m.py:g', 'noisy_gd:sound', 3]
+    """
+    if isinstance(value, (list, tuple)):
+        return type(value)(_anchor(v, folder) for v in value)
+    if not isinstance(value, str):
+        return value
+    parts = []
+    for part in value.split(","):
+        m = _FILE_CALLABLE.match(part.strip())
+        if m and not Path(m["file"]).is_absolute():
+            part = f"{_shown(folder / m['file'])}:{m['attr']}"
+        parts.append(part)
+    return ",".join(parts)
+
+
+def _shown(path: Path) -> str:
+    # Shorter in reports and commands where the file lies under the working directory.
+    full = Path(os.path.abspath(path))
+    try:
+        return str(full.relative_to(Path.cwd()))
+    except ValueError:
+        return str(full)
+
+
+def _anchored(entry: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A check table whose file-path callables (its target and its options' values) are
+    read relative to its suite file's folder, not the working directory."""
+    out = dict(entry)
+    if "target" in out:
+        out["target"] = _anchor(out["target"], folder)
+    for table in ("options", "thorough"):
+        if isinstance(out.get(table), dict):
+            out[table] = {k: _anchor(v, folder) for k, v in out[table].items()}
+    return out
 
 
 def _load_check(entry: Any, i: int, seen: set[str],
