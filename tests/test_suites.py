@@ -516,6 +516,34 @@ def test_pytest_collects_suite_files(write_suite, tmp_path):
     assert "bad.toml:6" in out and "epsilon" in out
 
 
+def test_pytest_shows_bad_input_as_its_message_not_a_traceback(write_suite, tmp_path):
+    write_suite("""
+        [[check]]
+        id = "negative_steps"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.params]
+        n = 30
+        T = -4
+        """, "runtime.toml")
+    write_suite("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.params]
+        T = "many"
+        """, "load.toml")
+    res = _pytest(["-q", "--continue-on-collection-errors", "."], tmp_path)
+    out = res.stdout + res.stderr
+    assert res.returncode == 1, out
+    assert "1 failed, 1 error" in out, out
+    assert "bad input: " in out and "got -4" in out, out
+    assert "load.toml:6: parameter 'T' of noisy_gd takes an integer, got 'many'" in out, out
+    assert "Traceback" not in out and "site-packages" not in out, out
+    assert len(out.splitlines()) < 30, out
+
+
 def test_every_shipped_suite_loads():
     """Every suite in suites/ validates: a typo there would break `dpverify run` for users."""
     from pathlib import Path
