@@ -307,6 +307,37 @@ BAD = {
         n = 40
         T = "abc"
         """, r"^T =", ["parameter 'T' of noisy_gd takes an integer", "'abc'"]),
+    "count_option_negative": ("""
+        [[check]]
+        id = "a"
+        kind = "audit"
+        target = "noisy_gd:sound"
+        [check.params]
+        n = 40
+        [check.options]
+        mode = "blackbox"
+        trials = -5
+        """, r"^trials", ["option 'trials' must be a positive integer", "-5"]),
+    "count_option_zero_at_thorough_scale": ("""
+        [[check]]
+        id = "a"
+        kind = "audit"
+        target = "noisy_gd:sound"
+        [check.options]
+        trials = 100
+        [check.thorough]
+        trials = 0
+        """, r"^trials = 0", ["option 'trials' must be a positive integer", "got 0"]),
+    "privacy_value_in_options_not_params": ("""
+        [[check]]
+        id = "a"
+        kind = "audit"
+        target = "noisy_gd:sound"
+        [check.params]
+        epsilon = 1.0
+        [check.options]
+        epsilon = -1.0
+        """, r"^epsilon = -1", ["epsilon", "-1.0"]),
     "seed_negative": ("""
         [suite]
         seed = -1
@@ -331,6 +362,24 @@ def test_bad_suites_are_input_errors_naming_file_line_and_value(write_suite, cas
         assert int(m.group(1)) == _line(path, line_pattern), msg
     for w in words:
         assert w in msg, f"{w!r} not in {msg!r}"
+
+
+def test_bad_input_found_only_when_a_check_runs_names_its_own_line(write_suite, tmp_path,
+                                                                  capsys):
+    """T = -4 is refused by the accountant (as "steps"), after loading: the error still
+    points at the line of T, not at the check's id."""
+    path = write_suite("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.params]
+        n = 40
+        T = -4
+        """)
+    assert cli_main(["run", str(path), "--report-dir", str(tmp_path / "r"), "--quiet"]) == 2
+    out = capsys.readouterr().out
+    assert f"{path}:{_line(path, r'^T = -4')}: steps must be" in out, out
 
 
 def test_duplicate_id_names_the_second_entry(write_suite):

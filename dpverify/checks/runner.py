@@ -191,7 +191,11 @@ def with_params(specs: Sequence[CheckSpec], overrides: Mapping[str, Any]) -> lis
             except InputError as e:
                 raise InputError(f"--param {k}: {e}") from None
         taken |= set(mine)
-        out.append(dataclasses.replace(spec, params={**spec.params, **mine}) if mine else spec)
+        # An overridden value is no longer the one its suite line holds.
+        lines = {k: v for k, v in spec.lines.items() if k.partition(".")[2] not in mine
+                 or not k.startswith("params.")}
+        out.append(dataclasses.replace(spec, params={**spec.params, **mine}, lines=lines)
+                   if mine else spec)
     unused = sorted(set(overrides) - taken)
     if unused:
         raise InputError(f"--param {', '.join(unused)}: no check of these suites has such a "

@@ -96,7 +96,18 @@ class SuiteRun:
 
 
 def _line_of(text: str, check_index: int | None, key: str | None) -> int:
-    """1-based line of ``key`` inside the ``check_index``-th ``[[check]]`` block."""
+    """1-based line of ``key`` inside the ``check_index``-th ``[[check]]`` block.
+
+    A dotted key (``params.T``, ``options.trials``) is looked for under its table's
+    header (``[check.params]``) first: the same name may sit in two tables.
+
+    Examples
+    --------
+    >>> text = "\\n".join(["[[check]]", 'id = "a"', "[check.params]", "epsilon = 1",
+    ...                   "[check.options]", "epsilon = 2"])
+    >>> [_line_of(text, 0, k) for k in ("id", "params.epsilon", "options.epsilon")]
+    [2, 4, 6]
+    """
     lines = text.splitlines()
     start, end = 0, len(lines)
     if check_index is not None:
@@ -104,12 +115,20 @@ def _line_of(text: str, check_index: int | None, key: str | None) -> int:
         if check_index < len(heads):
             start = heads[check_index]
             end = heads[check_index + 1] if check_index + 1 < len(heads) else len(lines)
-    if key is not None:
-        pat = re.compile(rf"^\s*\"?{re.escape(key)}\"?\s*=")
-        for i in range(start, end):
-            if pat.match(lines[i]):
-                return i + 1
-    return start + 1
+    if key is None:
+        return start + 1
+    table, _, name = key.rpartition(".")
+    pat = re.compile(rf"^\s*\"?{re.escape(name)}\"?\s*=")
+    if table:
+        head = re.compile(rf"^\s*\[\s*check\.{re.escape(table)}\s*\]")
+        section = next((i for i in range(start, end) if head.match(lines[i])), None)
+        if section is not None:
+            stop = next((i for i in range(section + 1, end)
+                         if lines[i].lstrip().startswith("[")), end)
+            found = next((i for i in range(section + 1, stop) if pat.match(lines[i])), None)
+            if found is not None:
+                return found + 1
+    return next((i + 1 for i in range(start, end) if pat.match(lines[i])), start + 1)
 
 
 def _fail(path: Path, text: str, idx: int | None, key: str | None, msg: str) -> InputError:
@@ -276,9 +295,10 @@ def _load_check(entry: Any, i: int, seen: set[str],
     for name, tbl in (("params", params), ("options", options), ("thorough", thorough)):
         if not isinstance(tbl, dict):
             raise InputError(f"{where(name)}: {name} must be a table")
-    _check_privacy_values(params, where)
-    _check_privacy_values(options, where, option=True)
-    _check_privacy_values(thorough, where, option=True)  # options at --scale thorough
+    _check_privacy_values(params, lambda k: where(f"params.{k}"))
+    _check_privacy_values(options, lambda k: where(f"options.{k}"), option=True)
+    # options at --scale thorough
+    _check_privacy_values(thorough, lambda k: where(f"thorough.{k}"), option=True)
     _check_options(kind, options, thorough, where)
     target = entry["target"]
     _check_target(target, params, where)
@@ -286,9 +306,13 @@ def _load_check(entry: Any, i: int, seen: set[str],
     if not isinstance(description, str):
         raise InputError(f"{where('description')}: description of check {cid!r} must be "
                          f"a string, got {description!r}")
+    # Where each value was written: an error found only when the check runs points there.
+    lines = {f"{name}.{k}": where(f"{name}.{k}")
+             for name, tbl in (("params", params), ("options", options), ("thorough", thorough))
+             for k in tbl}
     return CheckSpec(cid, entry["kind"], target, expected, dict(params), dict(options),
                      source=where("id"), description=description, thorough=dict(thorough),
-                     expected_thorough=expected_thorough)
+                     expected_thorough=expected_thorough, lines=lines)
 
 
 def _check_target(target: str, params: dict[str, Any],
@@ -301,7 +325,8 @@ def _check_target(target: str, params: dict[str, Any],
         except InputError as e:
             # Point at the offending parameter's own line, not the first parameter's.
             key = "target" if "unknown algorithm" in str(e) or "variant" in str(e) \
-                else next((k for k in params if f"parameter {k!r}" in str(e)), "params")
+                else next((f"params.{k}" for k in params if f"parameter {k!r}" in str(e)),
+                          "params")
             raise InputError(f"{where(key)}: {e}") from None
         return
     # Not a registered name, so a user's module:function. Import it now: a typo in an
@@ -340,17 +365,19 @@ def _check_options(kind: CheckKind, options: dict[str, Any], thorough: dict[str,
     the offending key and the known keys: found here, before any check runs.
     """
     known = {f.name for f in dataclasses.fields(kind.Options)}
-    for table in (options, thorough):
+    for name, table in (("options", options), ("thorough", thorough)):
         for key in table:
             if key not in known:
-                raise InputError(f"{where(key)}: unknown option {key!r} for "
+                raise InputError(f"{where(f'{name}.{key}')}: unknown option {key!r} for "
                                  f"{with_article(kind.name)} check; known: {sorted(known)}")
     for table in (options, {**options, **thorough}):
         try:
             kind.options(table)
         except InputError as e:
             key = next((k for k in table if repr(k) in str(e)), None)
-            raise InputError(f"{where(key or 'kind')}: {e}") from None
+            at = None if key is None else (f"thorough.{key}" if key in thorough
+                                           and table is not options else f"options.{key}")
+            raise InputError(f"{where(at or 'kind')}: {e}") from None
 
 
 def discover(paths: Iterable[str | Path]) -> list[Path]:
