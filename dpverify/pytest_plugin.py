@@ -14,8 +14,10 @@ import pytest
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from dpverify.cli.app import nonnegative_int
+
     group = parser.getgroup("dpverify")
-    group.addoption("--dpverify-seed", type=int, default=None,
+    group.addoption("--dpverify-seed", type=nonnegative_int, default=None,
                     help="root seed of suite checks (default: each suite's own, else 0)")
     group.addoption("--dpverify-scale", choices=["quick", "thorough"], default="quick",
                     help="scale of suite checks")
@@ -62,8 +64,13 @@ class SuiteFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         from dpverify.cli.suites import load_suite
+        from dpverify.core.errors import InputError
 
-        suite = load_suite(self.path)
+        try:
+            suite = load_suite(self.path)
+        except InputError as e:
+            # The message names file, line and value: a traceback would only bury it.
+            raise self.CollectError(str(e)) from None
         for spec in suite.checks:
             item = CheckItem.from_parent(self, name=spec.id, spec=spec, suite_seed=suite.seed)
             item.add_marker("dpverify_check")
@@ -71,7 +78,7 @@ class SuiteFile(pytest.File):
 
 
 class CheckFailed(Exception):
-    """A check whose verdict differs from its expectation."""
+    """A check whose verdict differs from its expectation, or that its input stopped."""
 
 
 class CheckItem(pytest.Item):
@@ -83,13 +90,18 @@ class CheckItem(pytest.Item):
     def runtest(self) -> None:
         from dpverify.checks.base import RunContext, run_check
         from dpverify.cli.suites import scaled
+        from dpverify.core.errors import InputError
 
         cfg = self.config
         seed = cfg.getoption("dpverify_seed")
         if seed is None:
             seed = self.suite_seed if self.suite_seed is not None else 0
         scale = cfg.getoption("dpverify_scale")
-        res = run_check(scaled(self.spec, scale), RunContext(seed=seed, scale=scale))
+        try:
+            res = run_check(scaled(self.spec, scale), RunContext(seed=seed, scale=scale))
+        except InputError as e:
+            # Bad input found only when the check runs: its message, not the traceback.
+            raise CheckFailed(f"bad input: {e}") from None
         self.user_properties.append(("verdict", res.outcome.verdict.value))
         if not res.met:
             raise CheckFailed(

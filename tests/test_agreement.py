@@ -221,6 +221,13 @@ def test_agree_check_kind_rejects_unknown_options() -> None:
         run_check(spec, RunContext())
 
 
+def test_cli_zero_trials_is_refused_by_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        _args("noisy_gd:sound", "--trials", "0")
+    assert info.value.code == 2
+    assert "argument --trials: must be a positive integer, got '0'" in capsys.readouterr().err
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here")
 def test_agree_check_kind_without_cuda_is_inconclusive() -> None:
     spec = CheckSpec("g", "agree", "noisy_gd:sound", options={"device": "cuda"})
@@ -271,7 +278,6 @@ def test_cli_fail_exits_one() -> None:
     ("noisy_gd:no_such_variant",),
     ("noisy_gd:sound", "--param", "no_such_param=1"),
     ("noisy_gd:sound", "--param", "T"),
-    ("noisy_gd:sound", "--trials", "0"),
 ])
 def test_cli_bad_input_is_an_input_error(argv: tuple[str, ...]) -> None:
     with pytest.raises(InputError):

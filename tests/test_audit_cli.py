@@ -103,7 +103,8 @@ def test_exit_codes(user_dir: tuple[Path, str], capsys: pytest.CaptureFixture[st
 def test_bad_input_exits_2_naming_the_value(args: list[str], message: str,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["audit", *args, "--quiet"]) == 2
-    assert message in capsys.readouterr().out
+    captured = capsys.readouterr()  # argparse's own refusals go to stderr
+    assert message in captured.out + captured.err
 
 
 def test_registered_target_uses_its_own_claim(capsys: pytest.CaptureFixture[str]) -> None:

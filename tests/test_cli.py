@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import re
@@ -195,7 +196,7 @@ def test_run_missing_suite_file(tmp_path, capsys):
 def test_run_bad_trials(write_suite, tmp_path, capsys):
     path = write_suite(QUICK)
     assert main(["run", str(path), "--trials", "0", "--report-dir", str(tmp_path / "r")]) == 2
-    assert "--trials" in capsys.readouterr().out
+    assert "--trials" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
 
 
@@ -396,6 +397,86 @@ def test_every_help_states_every_default():
             assert "default" in entry.lower(), (name, a.option_strings, entry)
     assert "(default: a new folder reports/runs/<time>-<suites>" in " ".join(
         _subparsers()["run"].format_help().split())
+
+
+COUNT_FLAGS = [
+    (["run", str(SMOKE)], "--workers"), (["run", str(SMOKE)], "--jobs"),
+    (["run", str(SMOKE)], "--trials"), (["account", "noisy_gd:sound"], "--workers"),
+    (["check", "noisy_gd"], "--jobs"), (["audit", "noisy_gd:sound"], "--block-size"),
+    (["audit", "noisy_gd:sound"], "--max-trials"), (["audit", "noisy_gd:sound"], "--canaries"),
+    (["mia", "noisy_gd:sound"], "--pool"), (["mia", "noisy_gd:sound"], "--block-size"),
+    (["sensitivity", "noisy_gd:sound"], "--max-examples"), (["rates", "noisy_gd:sound"],
+                                                             "--seeds"),
+    (["rates", "noisy_gd:sound"], "--boot"), (["agree", "noisy_gd:sound"], "--trials"),
+]
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "many"])
+@pytest.mark.parametrize(("argv", "flag"), COUNT_FLAGS, ids=lambda x: x if isinstance(x, str)
+                         else x[0])
+def test_a_count_option_below_one_is_refused_before_any_work(argv, flag, value, tmp_path,
+                                                              capsys):
+    code = main([*argv, flag, value, "--json", str(tmp_path / "r.json")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}" in err and f"got '{value}'" in err, err
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("command", ["run", "account", "audit", "mia", "sensitivity", "rates",
+                                     "agree"])
+def test_a_negative_seed_is_refused_before_any_work(command, capsys):
+    target = str(SMOKE) if command == "run" else "noisy_gd:sound"
+    assert main([command, target, "--seed", "-1"]) == 2
+    assert "argument --seed: must be an integer >= 0, got '-1'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["run", "account", "audit", "mia", "sensitivity", "rates",
+                                     "agree"])
+@pytest.mark.parametrize(("item", "words"), [
+    ("T=abc", "parameter 'T' of noisy_gd takes an integer, got 'abc'"),
+    ("T=2.5", "parameter 'T' of noisy_gd takes an integer, got 2.5"),
+    ("eta=fast", "parameter 'eta' of noisy_gd takes a number, got 'fast'"),
+])
+def test_a_param_of_the_wrong_kind_is_refused_before_any_work(command, item, words, tmp_path,
+                                                              capsys):
+    target = str(SMOKE) if command == "run" else "noisy_gd:sound"
+    json_path = tmp_path / "r.json"
+    assert main([command, target, "--param", item, "--json", str(json_path)]) == 2
+    out = capsys.readouterr().out
+    assert f"--param {item.split('=')[0]}: {words}" in out, out
+    assert not json_path.exists()
+
+
+def test_a_param_that_takes_words_keeps_them():
+    """A parameter declared ``None`` by default may take words: only its algorithm judges."""
+    from dpverify.cli.app import check_params
+
+    check_params(argparse.Namespace(target="o2nc_erm:sound", param=["beta=balanced"]))
+    with pytest.raises(InputError, match="--fixed alpha: parameter 'alpha' of o2nc_erm"):
+        check_params(argparse.Namespace(target="o2nc_erm:sound", fixed=["alpha=x"]))
+
+
+def test_only_matching_no_check_is_refused_listing_the_ids(tmp_path, capsys):
+    report = tmp_path / "r"
+    assert main(["run", str(SMOKE), "--only", "no_such_check", "--report-dir", str(report)]) == 2
+    out = capsys.readouterr().out
+    assert "--only 'no_such_check' matches no check id" in out, out
+    assert "noisy_gd.sound.account" in out
+    assert not report.exists()
+
+
+def test_every_integer_option_goes_through_a_shared_validator():
+    """No subcommand takes a bare ``type=int``: counts and seeds share one checked type."""
+    from dpverify.cli.app import nonnegative_int, positive_int
+
+    for name, p in _subparsers().items():
+        for a in p._actions:
+            assert a.type is not int, (name, a.option_strings)
+    flags = {o: a.type for p in _subparsers().values() for a in p._actions
+             for o in a.option_strings}
+    assert flags["--workers"] is flags["--jobs"] is flags["--block-size"] is positive_int
+    assert flags["--seed"] is flags["--random-pairs"] is nonnegative_int
 
 
 def test_report_help_lists_only_rendering_options():

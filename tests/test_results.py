@@ -63,9 +63,9 @@ def test_every_kind_declares_its_own_frozen_result(name: str) -> None:
 
 
 def test_an_undeclared_key_or_a_wrong_type_is_refused_naming_the_kind_and_the_key() -> None:
-    with pytest.raises(ValueError, match=r"'account' check result has no field 'epsilon_low'"):
+    with pytest.raises(ValueError, match=r"an 'account' check result has no field 'epsilon_low'"):
         AccountMetrics.from_metrics({"epsilon_low": 1.0})
-    with pytest.raises(ValueError, match=r"'account' check result's 'releases' must be an "
+    with pytest.raises(ValueError, match=r"an 'account' check result's 'releases' must be an "
                                          r"integer or none, got 'many'"):
         AccountMetrics.from_metrics({"releases": "many"})
     # A saved record is read leniently: what the class does not declare is kept aside.

@@ -256,7 +256,7 @@ BAD = {
         [check.options]
         mode = "whitebox"
         trails = 100
-        """, r"^trails", ["unknown option 'trails'", "audit", "trials"]),
+        """, r"^trails", ["unknown option 'trails'", "for an audit check", "trials"]),
     "misspelt_thorough_option": ("""
         [[check]]
         id = "a"
@@ -298,6 +298,54 @@ BAD = {
         kind = "account"
         target = "noisy_gd:sound"
         """, r"^seed", ["seed", "'zero'"]),
+    "param_not_a_number": ("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.params]
+        n = 40
+        T = "abc"
+        """, r"^T =", ["parameter 'T' of noisy_gd takes an integer", "'abc'"]),
+    "count_option_negative": ("""
+        [[check]]
+        id = "a"
+        kind = "audit"
+        target = "noisy_gd:sound"
+        [check.params]
+        n = 40
+        [check.options]
+        mode = "blackbox"
+        trials = -5
+        """, r"^trials", ["option 'trials' must be a positive integer", "-5"]),
+    "count_option_zero_at_thorough_scale": ("""
+        [[check]]
+        id = "a"
+        kind = "audit"
+        target = "noisy_gd:sound"
+        [check.options]
+        trials = 100
+        [check.thorough]
+        trials = 0
+        """, r"^trials = 0", ["option 'trials' must be a positive integer", "got 0"]),
+    "privacy_value_in_options_not_params": ("""
+        [[check]]
+        id = "a"
+        kind = "audit"
+        target = "noisy_gd:sound"
+        [check.params]
+        epsilon = 1.0
+        [check.options]
+        epsilon = -1.0
+        """, r"^epsilon = -1", ["epsilon", "-1.0"]),
+    "seed_negative": ("""
+        [suite]
+        seed = -1
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        """, r"^seed", ["seed must be an integer >= 0", "-1"]),
 }
 
 
@@ -314,6 +362,24 @@ def test_bad_suites_are_input_errors_naming_file_line_and_value(write_suite, cas
         assert int(m.group(1)) == _line(path, line_pattern), msg
     for w in words:
         assert w in msg, f"{w!r} not in {msg!r}"
+
+
+def test_bad_input_found_only_when_a_check_runs_names_its_own_line(write_suite, tmp_path,
+                                                                  capsys):
+    """T = -4 is refused by the accountant (as "steps"), after loading: the error still
+    points at the line of T, not at the check's id."""
+    path = write_suite("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.params]
+        n = 40
+        T = -4
+        """)
+    assert cli_main(["run", str(path), "--report-dir", str(tmp_path / "r"), "--quiet"]) == 2
+    out = capsys.readouterr().out
+    assert f"{path}:{_line(path, r'^T = -4')}: steps must be" in out, out
 
 
 def test_duplicate_id_names_the_second_entry(write_suite):
@@ -357,6 +423,36 @@ def test_a_user_callable_target_is_imported_at_load_time(write_suite):
         load_suite(bad)
 
 
+def test_file_path_callables_are_read_from_the_suite_files_folder(tmp_path, monkeypatch):
+    sub = tmp_path / "suites"
+    sub.mkdir()
+    (sub / "mech.py").write_text("def f(data, rng, trials):\n    return data\n\n"
+                                 "def pair():\n    return [0.0], [1.0]\n")
+    suite = sub / "s.toml"
+    suite.write_text(textwrap.dedent("""
+        [[check]]
+        id = "a"
+        kind = "audit"
+        target = "mech.py:f"
+        [check.options]
+        epsilon = 1.0
+        delta = 1e-5
+        neighbours = "mech.py:pair,random"
+        """))
+    monkeypatch.chdir(tmp_path)  # not the suite's folder: mech.py is not here
+    spec = load_suite(suite).checks[0]
+    assert spec.target == str(Path("suites") / "mech.py") + ":f"
+    assert spec.options["neighbours"] == str(Path("suites") / "mech.py") + ":pair,random"
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert load_suite(suite).checks[0].target == f"{sub / 'mech.py'}:f"
+    # A file beside the working directory but not beside the suite is not taken.
+    (sub / "mech.py").rename(elsewhere / "mech.py")
+    with pytest.raises(InputError, match=re.escape(str(sub / "mech.py"))):
+        load_suite(suite)
+
+
 def test_discover_finds_suites_in_folders(tmp_path):
     (tmp_path / "sub").mkdir()
     for p in (tmp_path / "a.toml", tmp_path / "sub" / "b.toml"):
@@ -366,6 +462,34 @@ def test_discover_finds_suites_in_folders(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match="no suite files found"):
         discover([tmp_path / "empty"])
+
+
+def test_a_suite_file_named_twice_is_discovered_once(tmp_path, monkeypatch):
+    (tmp_path / "sub").mkdir()
+    a, b = tmp_path / "a.toml", tmp_path / "sub" / "b.toml"
+    for p in (a, b):
+        p.write_text(textwrap.dedent(GOOD))
+    monkeypatch.chdir(tmp_path)
+    assert discover([a, "a.toml", tmp_path / "sub" / ".." / "a.toml", tmp_path]) == [a, b]
+
+
+def test_the_same_suite_twice_runs_its_checks_once(write_suite, tmp_path):
+    import json
+
+    path = write_suite(GOOD)
+    report = tmp_path / "r"
+    assert cli_main(["run", str(path), str(path), "--report-dir", str(report), "--quiet"]) == 0
+    ids = [c["id"] for c in json.loads((report / "report.json").read_text())["checks"]]
+    assert ids == ["gd.sound", "gd.half"]
+
+
+def test_two_suites_declaring_one_id_are_refused_naming_both(write_suite, tmp_path, capsys):
+    first, second = write_suite(GOOD, "first.toml"), write_suite(GOOD, "second.toml")
+    report = tmp_path / "r"
+    assert cli_main(["run", str(first), str(second), "--report-dir", str(report)]) == 2
+    out = capsys.readouterr().out
+    assert f"check id 'gd.sound' is declared by both {first} and {second}" in out, out
+    assert not report.exists()
 
 
 def test_run_suites_meets_expectations_and_filters(write_suite):
@@ -439,6 +563,34 @@ def test_pytest_collects_suite_files(write_suite, tmp_path):
     assert "PASSED good.toml::met" in out and "FAILED good.toml::unmet" in out
     assert "unmet: verdict FAIL, expected PASS" in out
     assert "bad.toml:6" in out and "epsilon" in out
+
+
+def test_pytest_shows_bad_input_as_its_message_not_a_traceback(write_suite, tmp_path):
+    write_suite("""
+        [[check]]
+        id = "negative_steps"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.params]
+        n = 30
+        T = -4
+        """, "runtime.toml")
+    write_suite("""
+        [[check]]
+        id = "a"
+        kind = "account"
+        target = "noisy_gd:sound"
+        [check.params]
+        T = "many"
+        """, "load.toml")
+    res = _pytest(["-q", "--continue-on-collection-errors", "."], tmp_path)
+    out = res.stdout + res.stderr
+    assert res.returncode == 1, out
+    assert "1 failed, 1 error" in out, out
+    assert "bad input: " in out and "got -4" in out, out
+    assert "load.toml:6: parameter 'T' of noisy_gd takes an integer, got 'many'" in out, out
+    assert "Traceback" not in out and "site-packages" not in out, out
+    assert len(out.splitlines()) < 30, out
 
 
 def test_every_shipped_suite_loads():

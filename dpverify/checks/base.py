@@ -15,6 +15,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import math
+import re
 import time
 import types
 import typing
@@ -24,7 +25,7 @@ from typing import Any, ClassVar, Literal, Union
 
 from dpverify.core.claims import Verdict
 from dpverify.core.errors import InputError
-from dpverify.core.prose import Statement, inconclusive_reason
+from dpverify.core.prose import Statement, inconclusive_reason, with_article
 from dpverify.execution.experiment import Experiment
 
 
@@ -51,6 +52,32 @@ class CheckSpec:
     # verdict depends on its sample size (INCONCLUSIVE on the quick grid, decided on the
     # thorough one).
     expected_thorough: Verdict | None = None
+    # file:line of each value as written ("params.T", "options.trials", "thorough.trials").
+    lines: Mapping[str, str] = field(default_factory=dict)
+
+    def locate(self, message: str) -> str:
+        """Where an error ``message`` raised while the check ran points in its suite.
+
+        The line of the one parameter or option the message names (quoted), else of the
+        one whose value it quotes after "got" (a parameter checked under another name),
+        else the check's own line.
+
+        Examples
+        --------
+        >>> s = CheckSpec("a", "account", "noisy_gd:sound", params={"T": -4, "n": 40},
+        ...               source="s.toml:2", lines={"params.T": "s.toml:5",
+        ...                                         "params.n": "s.toml:6"})
+        >>> s.locate("steps must be a finite number > 0, got -4")
+        's.toml:5'
+        >>> s.locate("parameter 'n' is too small"), s.locate("no such file")
+        ('s.toml:6', 's.toml:2')
+        """
+        tables = {"params": self.params, "options": self.options, "thorough": self.thorough}
+        named = [k for k in self.lines if repr(k.partition(".")[2]) in message]
+        if len(named) != 1:
+            named = [k for k in self.lines if _quotes_value(
+                message, tables.get(k.partition(".")[0], {}), k.partition(".")[2])]
+        return self.lines[named[0]] if len(named) == 1 else (self.source or self.id)
 
     def options_at(self, scale: str) -> dict[str, Any]:
         """The options as they apply at ``scale`` (the thorough overrides merged in).
@@ -63,6 +90,19 @@ class CheckSpec:
         ({'rtol': 0.1}, {'rtol': 0.01})
         """
         return {**self.options, **(self.thorough if scale == "thorough" else {})}
+
+
+# Options of any kind that count something (runs, trials, blocks...): 0 or less is bad
+# input when the suite is loaded, not an error deep inside the check's run.
+COUNT_OPTIONS = frozenset({
+    "runs", "trials", "trajectory_trials", "top_k", "block_size", "canaries", "max_trials",
+    "first_round", "seeds", "pool", "n_boot", "min_points", "max_examples"})
+
+
+def _quotes_value(message: str, table: Mapping[str, Any], key: str) -> bool:
+    if key not in table or isinstance(table[key], bool):
+        return False
+    return re.search(rf"\bgot {re.escape(repr(table[key]))}(?![\w.])", message) is not None
 
 
 # Typed options ---------------------------------------------------------------------------
@@ -104,6 +144,9 @@ class Options:
             tp = hints[key]
             if not conforms(value, tp):
                 raise InputError(f"{prefix}option {key!r} must be {type_name(tp)}, "
+                                 f"got {value!r}")
+            if key in COUNT_OPTIONS and isinstance(value, int) and value < 1:
+                raise InputError(f"{prefix}option {key!r} must be a positive integer, "
                                  f"got {value!r}")
             values[key] = _coerce(value, tp)
         missing = [k for k, f in fields.items() if k not in values
@@ -295,7 +338,7 @@ class Result:
             f = fields.get(key)
             if f is None:
                 if strict:
-                    raise ValueError(f"a {cls._who()} result has no field {key!r} "
+                    raise ValueError(f"{with_article(cls._who())} result has no field {key!r} "
                                      f"(declared: {sorted(fields)})")
                 extra[key] = raw
                 continue
@@ -307,8 +350,8 @@ class Result:
         if v in _NUMBER_WORDS and _accepts_float(tp):
             return float(v)
         if strict and not conforms(v, tp):
-            raise ValueError(f"a {cls._who()} result's {key!r} must be {type_name(tp)}, "
-                             f"got {v!r}")
+            raise ValueError(f"{with_article(cls._who())} result's {key!r} must be "
+                             f"{type_name(tp)}, got {v!r}")
         return v
 
     @classmethod
@@ -582,7 +625,7 @@ def run_check(spec: CheckSpec, ctx: RunContext) -> CheckResult:
     except InputError as e:
         if str(e).startswith(where):
             raise
-        raise InputError(f"{where}: {e}") from None
+        raise InputError(f"{spec.locate(str(e))}: {e}") from None
     except Exception as e:  # a crashing check is reported, not allowed to sink the run
         import traceback
 

@@ -161,7 +161,8 @@ def with_params(specs: Sequence[CheckSpec], overrides: Mapping[str, Any]) -> lis
 
     A parameter goes to every check whose registered algorithm has it (a suite mixes
     algorithms: ``T`` means nothing to a mechanism); one that no check takes is an error,
-    as is a privacy value out of range, before anything runs.
+    as is a privacy value out of range or a value of the wrong kind (a word for a number),
+    before anything runs.
 
     Examples
     --------
@@ -184,8 +185,17 @@ def with_params(specs: Sequence[CheckSpec], overrides: Mapping[str, Any]) -> lis
             t = resolve(spec.target)
             known = set(t.algorithm.params(t.variant.name))
         mine = {k: v for k, v in overrides.items() if k in known}
+        for k, v in mine.items():
+            try:
+                t.algorithm.check_value(k, v)
+            except InputError as e:
+                raise InputError(f"--param {k}: {e}") from None
         taken |= set(mine)
-        out.append(dataclasses.replace(spec, params={**spec.params, **mine}) if mine else spec)
+        # An overridden value is no longer the one its suite line holds.
+        lines = {k: v for k, v in spec.lines.items() if k.partition(".")[2] not in mine
+                 or not k.startswith("params.")}
+        out.append(dataclasses.replace(spec, params={**spec.params, **mine}, lines=lines)
+                   if mine else spec)
     unused = sorted(set(overrides) - taken)
     if unused:
         raise InputError(f"--param {', '.join(unused)}: no check of these suites has such a "

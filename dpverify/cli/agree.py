@@ -20,6 +20,7 @@ from dpverify.checks.agreement import (
     torch_status,
 )
 from dpverify.checks.base import CheckResult, CheckSpec, RunContext
+from dpverify.cli.app import nonnegative_int, positive_int
 from dpverify.core.claims import Verdict
 from dpverify.core.errors import InputError, check_positive, check_probability
 from dpverify.execution.experiment import Experiment
@@ -40,10 +41,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--param", action="append", default=[], metavar="K=V",
                         help="override an algorithm parameter (repeatable; default: the "
                              "algorithm's own)")
-    parser.add_argument("--trials", type=int, default=None,
+    parser.add_argument("--trials", type=positive_int, default=None,
                         help=f"trials per backend for the distributional test "
                              f"(default {DEFAULT_TRIALS})")
-    parser.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
+    parser.add_argument("--seed", type=nonnegative_int, default=0, help="root seed (default 0)")
     parser.add_argument("--device", default="cpu", help="torch device: cpu or cuda")
     parser.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                         help="torch precision; numpy is the float64 reference")

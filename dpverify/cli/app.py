@@ -57,6 +57,51 @@ def parse_params(items: Sequence[str] | None) -> dict[str, Any]:
     return out
 
 
+def _integer_at_least(text: str, low: int, words: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < low:
+        # argparse puts "argument --flag:" in front: the message names flag and value.
+        raise argparse.ArgumentTypeError(f"must be {words}, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type of every count option (``--trials``, ``--workers``, ``--jobs``...).
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser(exit_on_error=False)
+    >>> _ = p.add_argument("--workers", type=positive_int)
+    >>> p.parse_args(["--workers", "2"]).workers
+    2
+    >>> try:
+    ...     p.parse_args(["--workers", "0"])
+    ... except argparse.ArgumentError as e:
+    ...     print(e)
+    argument --workers: must be a positive integer, got '0'
+    """
+    return _integer_at_least(text, 1, "a positive integer")
+
+
+def nonnegative_int(text: str) -> int:
+    """argparse type of a seed, or of a count that may be 0.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser(exit_on_error=False)
+    >>> _ = p.add_argument("--seed", type=nonnegative_int)
+    >>> try:
+    ...     p.parse_args(["--seed", "-1"])
+    ... except argparse.ArgumentError as e:
+    ...     print(e)
+    argument --seed: must be an integer >= 0, got '-1'
+    """
+    return _integer_at_least(text, 0, "an integer >= 0")
+
+
 class DefaultsFormatter(argparse.HelpFormatter):
     """Help that states every option's default: appended wherever the text does not.
 
@@ -88,10 +133,10 @@ def add_claim_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_common_options(p: argparse.ArgumentParser, *, suite: bool = False) -> None:
     """Options shared by the subcommands that run trials."""
-    p.add_argument("--seed", type=int, default=0, help="root seed")
-    p.add_argument("--trials", type=int, default=None,
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="root seed")
+    p.add_argument("--trials", type=positive_int, default=None,
                    help="trials per check (default: each check's own count)")
-    p.add_argument("--workers", type=int, default=1, help="local worker processes")
+    p.add_argument("--workers", type=positive_int, default=1, help="local worker processes")
     p.add_argument("--executor", choices=["local", "dask"], default="local",
                    help="where trial blocks run")
     p.add_argument("--scheduler", default=None,
@@ -111,6 +156,38 @@ def add_common_options(p: argparse.ArgumentParser, *, suite: bool = False) -> No
                          "algorithm has it (repeatable; default: the suites' own)")
                    if suite else "algorithm parameter override (repeatable; default: the "
                                  "algorithm's own)")
+
+
+# Options holding KEY=VALUE parameter overrides of a command's TARGET.
+_PARAM_FLAGS = {"param": "--param", "fixed": "--fixed", "control": "--control"}
+
+
+def check_params(args: argparse.Namespace) -> None:
+    """Parameter overrides of a registered TARGET, checked against it before any work.
+
+    A name the algorithm lacks, or a value of the wrong kind (a word for a number), is
+    an :class:`InputError` naming the flag, the parameter and the algorithm.
+
+    Examples
+    --------
+    >>> try:
+    ...     check_params(argparse.Namespace(target="noisy_gd:sound", param=["T=abc"]))
+    ... except InputError as e:
+    ...     print(e)
+    --param T: parameter 'T' of noisy_gd takes an integer, got 'abc'
+    """
+    from dpverify.core.registry import is_registered_target, resolve
+
+    target = getattr(args, "target", None)
+    if not isinstance(target, str) or not is_registered_target(target):
+        return  # a user's callable: its parameters are its own to judge
+    t = resolve(target)
+    for attr, flag in _PARAM_FLAGS.items():
+        for key, value in parse_params(getattr(args, attr, None)).items():
+            try:
+                t.algorithm.params(t.variant.name, {key: value})
+            except InputError as e:
+                raise InputError(f"{flag} {key}: {e}") from None
 
 
 def check_outputs(args: argparse.Namespace) -> None:
@@ -155,12 +232,12 @@ def _build_parser() -> argparse.ArgumentParser:
                         "outside its interval exits 1 (default: no comparison)")
     p.add_argument("--only", default=None, metavar="TEXT",
                    help="run only checks whose id contains TEXT (default: every check)")
-    p.add_argument("--jobs", "-j", type=int, default=1,
+    p.add_argument("--jobs", "-j", type=positive_int, default=1,
                    help="checks run at a time, each in its own process; results "
                    "are the same for any value")
     add_common_options(p, suite=True)
     # None tells the runner whether --seed was given, so it can override the suites' seeds.
-    p.add_argument("--seed", type=int, default=None,
+    p.add_argument("--seed", type=nonnegative_int, default=None,
                    help="root seed (default: each suite's own seed, else 0)")
 
     p = sub.add_parser("list", help="every registered algorithm and variant with its claims",
@@ -294,6 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(e.code or 0)
     try:
         check_outputs(args)
+        check_params(args)
         if args.command == "run":
             from dpverify.cli.suites import run_command
 

@@ -33,7 +33,7 @@ from dpverify.checks.audit.sequential import (
     PURE_DP_DETECT,
 )
 from dpverify.checks.base import RunContext
-from dpverify.cli.app import add_claim_arguments, parse_params
+from dpverify.cli.app import add_claim_arguments, parse_params, positive_int
 from dpverify.core.data import QUERY_PATTERNS, QUERY_RELATIONS
 from dpverify.report.io import write_json_atomic
 from dpverify.stats.power import DETECT_PROBABILITY
@@ -59,7 +59,7 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                         "dataset canary (worst_case, fresh_direction, clip_boundary, outlier, "
                         "box_corners, zero_base, nonfinite, random), or module:function "
                         "returning (D, D') or a list of pairs")
-    p.add_argument("--trials", type=int, default=None,
+    p.add_argument("--trials", type=positive_int, default=None,
                    help="runs per neighbouring dataset, a fixed-size audit (default: none, "
                         "a sequential audit for black-box and white-box, see --detect; "
                         "one-run: one run)")
@@ -68,7 +68,7 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                         "of R x the claimed epsilon (default: "
                         + ", ".join(f"{k} {v}" for k, v in DEFAULT_DETECT.items())
                         + f"; black-box at delta 0: {PURE_DP_DETECT})")
-    p.add_argument("--max-trials", type=int, default=None,
+    p.add_argument("--max-trials", type=positive_int, default=None,
                    help="a sequential audit's budget of runs per neighbouring dataset "
                         "(default: " + ", ".join(f"{k} {v:,}" for k, v in
                                                  DEFAULT_MAX_TRIALS.items()) + ")")
@@ -90,11 +90,12 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--relation", choices=QUERY_RELATIONS, default=None,
                    help="neighbouring relation (default: the claim's); componentwise only "
                         "for a target taking query answers (every answer moves by <= 1)")
-    p.add_argument("--canaries", type=int, default=1000, help="one-run: number of canaries")
+    p.add_argument("--canaries", type=positive_int, default=1000,
+                   help="one-run: number of canaries")
     p.add_argument("--scores", choices=["auto", "output", "releases"], default="auto",
                    help="one-run: score canaries on the output or on every release (auto: "
                         "releases for a registered algorithm, else the output)")
-    p.add_argument("--block-size", type=int, default=None,
+    p.add_argument("--block-size", type=positive_int, default=None,
                    help="trials per seeded block (default: the executor's)")
 
 

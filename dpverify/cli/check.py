@@ -12,6 +12,7 @@ from rich.console import Console
 from dpverify.checks.base import CheckResult, RunContext
 from dpverify.checks.conformance import BATTERY_NAMES, check_targets
 from dpverify.checks.runner import run_checks
+from dpverify.cli.app import positive_int
 from dpverify.cli.suites import Suite, SuiteRun
 from dpverify.core.claims import Verdict
 from dpverify.core.errors import InputError
@@ -31,7 +32,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--check", dest="names", action="append", default=None,
                         choices=BATTERY_NAMES, help="run only this battery check (repeatable; "
                         "default: every check of the battery)")
-    parser.add_argument("--jobs", "-j", type=int, default=1,
+    parser.add_argument("--jobs", "-j", type=positive_int, default=1,
                         help="checks run at a time, each in its own process (default 1)")
     parser.add_argument("--expect-pass", action="store_true",
                         help="judge every check against the claim alone (PASS expected), "

@@ -27,7 +27,7 @@ from dpverify.checks.mia.core import (
     membership_inference,
 )
 from dpverify.checks.mia.game import DESIGNS, RECORD_KINDS
-from dpverify.cli.app import add_claim_arguments, parse_params
+from dpverify.cli.app import add_claim_arguments, parse_params, positive_int
 from dpverify.core.claims import RELATIONS
 from dpverify.report.io import write_json_atomic
 
@@ -42,13 +42,13 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                      "(trials, p).")
     add_claim_arguments(p)
     p.add_argument("--attack", default="lira", help="lira (default), loss, or auto (both)")
-    p.add_argument("--trials", type=int, default=None,
+    p.add_argument("--trials", type=positive_int, default=None,
                    help=f"models trained, shadows included (default {DEFAULT_TRIALS})")
     p.add_argument("--design", choices=DESIGNS, default=None,
                    help="poisson: every pool record in with probability 1/2 (default for "
                         "registered targets); single: one target record per trial (default "
                         "for callables)")
-    p.add_argument("--pool", type=int, default=DEFAULT_POOL,
+    p.add_argument("--pool", type=positive_int, default=DEFAULT_POOL,
                    help=f"target records (default {DEFAULT_POOL})")
     p.add_argument("--records", choices=RECORD_KINDS, default="data",
                    help="target records: records of the data, or crafted canaries")
@@ -66,7 +66,7 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    help="neighbouring relation (default: the claim's)")
     p.add_argument("--no-auc-test", action="store_true",
                    help="judge by the ROC test alone (all of alpha)")
-    p.add_argument("--block-size", type=int, default=None,
+    p.add_argument("--block-size", type=positive_int, default=None,
                    help="trials per seeded block (default: the executor's)")
 
 

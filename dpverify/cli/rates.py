@@ -18,7 +18,7 @@ from dpverify.checks.rates.baseline import compare, load_baseline
 from dpverify.checks.rates.plots import plot_fits
 from dpverify.checks.rates.theory import SIDES, evaluate
 from dpverify.checks.rates.verify import RateOptions, verify_rates
-from dpverify.cli.app import parse_params
+from dpverify.cli.app import parse_params, positive_int
 from dpverify.core.errors import InputError
 from dpverify.execution.experiment import Experiment
 from dpverify.report.io import write_json_atomic
@@ -36,7 +36,7 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    help="hold a parameter at a value (repeatable; same as --param; "
                         "default: the algorithm's own, or for a function n=100, d=2, "
                         "epsilon=1, delta=1e-5)")
-    p.add_argument("--seeds", type=int, default=None,
+    p.add_argument("--seeds", type=positive_int, default=None,
                    help="runs per grid point, batched as trials (default 20; --trials too)")
     p.add_argument("--theory", action="append", default=[], metavar="K=P",
                    help="theorem exponent of K (repeatable, e.g. n=-1 or n=-2/3); replaces "
@@ -58,7 +58,7 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    help="slack on the theory exponent before a worse rate fails")
     p.add_argument("--max-width", type=float, default=0.5,
                    help="widest interval that still decides")
-    p.add_argument("--boot", type=int, default=2000, help="bootstrap resamples")
+    p.add_argument("--boot", type=positive_int, default=2000, help="bootstrap resamples")
     p.add_argument("--model", choices=list(MODELS), default="auto",
                    help="power (log-log), offset (with a floor) or auto")
     p.add_argument("--rate", default=None, metavar="EXPR",

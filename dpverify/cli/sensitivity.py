@@ -17,7 +17,7 @@ from dpverify.checks.sensitivity import (
     SensitivityReport,
     check_sensitivity,
 )
-from dpverify.cli.app import parse_params
+from dpverify.cli.app import nonnegative_int, parse_params, positive_int
 from dpverify.report.io import write_json_atomic
 
 
@@ -43,13 +43,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
                         help="neighbouring relation(s) to check (default: the claim's)")
     parser.add_argument("--search", choices=SEARCHES, default="all",
                         help="canaries and random pairs, the hypothesis search, or all")
-    parser.add_argument("--max-examples", type=int, default=DEFAULT_MAX_EXAMPLES,
+    parser.add_argument("--max-examples", type=positive_int, default=DEFAULT_MAX_EXAMPLES,
                         help=f"hypothesis examples per relation (default "
                              f"{DEFAULT_MAX_EXAMPLES})")
-    parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS,
+    parser.add_argument("--trials", type=positive_int, default=DEFAULT_TRIALS,
                         help="trials per replay: independent noise, so different trajectories "
                              f"past each pair (default {DEFAULT_TRIALS})")
-    parser.add_argument("--random-pairs", type=int, default=DEFAULT_RANDOM_PAIRS,
+    parser.add_argument("--random-pairs", type=nonnegative_int, default=DEFAULT_RANDOM_PAIRS,
                         help=f"random pairs per relation (default {DEFAULT_RANDOM_PAIRS})")
     parser.add_argument("--data", default=None, metavar="MODULE:FUNCTION",
                         help="your data: a function returning (X, y); default synthetic "

@@ -19,6 +19,9 @@ A suite is a TOML file::
     [check.thorough]              # option overrides at --scale thorough (optional), and
     trials = 100000               # expected = "..." where the larger sample decides
 
+A relative file path in a ``file.py:function`` (the target, or an option's value) is read
+from the suite file's own folder, not the working directory.
+
 Every file is validated before any check runs, so bad input costs nothing and writes
 nothing. ``battery`` generates the conformance battery's checks of the named algorithms,
 variants or packages (:mod:`dpverify.checks.conformance`) ahead of the suite's own: a suite holds
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +47,7 @@ from dpverify.checks.runner import run_checks, warning_summary, with_params
 from dpverify.cli.app import parse_params
 from dpverify.core.claims import Verdict, check_relation
 from dpverify.core.errors import InputError, check_delta, check_epsilon, check_positive
+from dpverify.core.prose import with_article
 from dpverify.core.registry import all_algorithms, is_registered_target, load_callable, resolve
 from dpverify.report.io import write_json_atomic
 from dpverify.report.runs import RunOutput
@@ -91,7 +96,18 @@ class SuiteRun:
 
 
 def _line_of(text: str, check_index: int | None, key: str | None) -> int:
-    """1-based line of ``key`` inside the ``check_index``-th ``[[check]]`` block."""
+    """1-based line of ``key`` inside the ``check_index``-th ``[[check]]`` block.
+
+    A dotted key (``params.T``, ``options.trials``) is looked for under its table's
+    header (``[check.params]``) first: the same name may sit in two tables.
+
+    Examples
+    --------
+    >>> text = "\\n".join(["[[check]]", 'id = "a"', "[check.params]", "epsilon = 1",
+    ...                   "[check.options]", "epsilon = 2"])
+    >>> [_line_of(text, 0, k) for k in ("id", "params.epsilon", "options.epsilon")]
+    [2, 4, 6]
+    """
     lines = text.splitlines()
     start, end = 0, len(lines)
     if check_index is not None:
@@ -99,12 +115,20 @@ def _line_of(text: str, check_index: int | None, key: str | None) -> int:
         if check_index < len(heads):
             start = heads[check_index]
             end = heads[check_index + 1] if check_index + 1 < len(heads) else len(lines)
-    if key is not None:
-        pat = re.compile(rf"^\s*\"?{re.escape(key)}\"?\s*=")
-        for i in range(start, end):
-            if pat.match(lines[i]):
-                return i + 1
-    return start + 1
+    if key is None:
+        return start + 1
+    table, _, name = key.rpartition(".")
+    pat = re.compile(rf"^\s*\"?{re.escape(name)}\"?\s*=")
+    if table:
+        head = re.compile(rf"^\s*\[\s*check\.{re.escape(table)}\s*\]")
+        section = next((i for i in range(start, end) if head.match(lines[i])), None)
+        if section is not None:
+            stop = next((i for i in range(section + 1, end)
+                         if lines[i].lstrip().startswith("[")), end)
+            found = next((i for i in range(section + 1, stop) if pat.match(lines[i])), None)
+            if found is not None:
+                return found + 1
+    return next((i + 1 for i in range(start, end) if pat.match(lines[i])), start + 1)
 
 
 def _fail(path: Path, text: str, idx: int | None, key: str | None, msg: str) -> InputError:
@@ -176,13 +200,63 @@ def load_suite(path: str | Path) -> Suite:
     seen: set[str] = {s.id for s in battery}
     checks: list[CheckSpec] = list(battery)
     for i, entry in enumerate(entries):
+        if isinstance(entry, dict):
+            entry = _anchored(entry, path.parent)
         checks.append(_load_check(entry, i, seen, lambda key, i=i: (
             f"{path}:{_line_of(text, i, key)}")))
     seed = head.get("seed")
-    if seed is not None and not isinstance(seed, int):
-        raise _fail(path, text, None, "seed", f"seed must be an integer, got {seed!r}")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+        raise _fail(path, text, None, "seed", f"seed must be an integer >= 0, got {seed!r}")
     return Suite(path, str(head.get("name", path.stem)), checks, seed,
                  str(head.get("description", "")))
+
+
+# A file-path callable inside a value: "mech.py:f", and each item of "a.py:pair,random".
+_FILE_CALLABLE = re.compile(r"^(?P<file>[^:,]+\.py):(?P<attr>[A-Za-z_]\w*)$")
+
+
+def _anchor(value: Any, folder: Path) -> Any:
+    """``value`` with each relative ``file.py:function`` read from ``folder``.
+
+    Examples
+    --------
+    >>> _anchor("mech.py:f,random", Path("/suites"))
+    '/suites/mech.py:f,random'
+    >>> _anchor(["/abs/m.py:g", "noisy_gd:sound", 3], Path("/suites"))
+    ['/abs/m.py:g', 'noisy_gd:sound', 3]
+    """
+    if isinstance(value, (list, tuple)):
+        return type(value)(_anchor(v, folder) for v in value)
+    if not isinstance(value, str):
+        return value
+    parts = []
+    for part in value.split(","):
+        m = _FILE_CALLABLE.match(part.strip())
+        if m and not Path(m["file"]).is_absolute():
+            part = f"{_shown(folder / m['file'])}:{m['attr']}"
+        parts.append(part)
+    return ",".join(parts)
+
+
+def _shown(path: Path) -> str:
+    # Shorter in reports and commands where the file lies under the working directory.
+    full = Path(os.path.abspath(path))
+    try:
+        return str(full.relative_to(Path.cwd()))
+    except ValueError:
+        return str(full)
+
+
+def _anchored(entry: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A check table whose file-path callables (its target and its options' values) are
+    read relative to its suite file's folder, not the working directory."""
+    out = dict(entry)
+    if "target" in out:
+        out["target"] = _anchor(out["target"], folder)
+    for table in ("options", "thorough"):
+        if isinstance(out.get(table), dict):
+            out[table] = {k: _anchor(v, folder) for k, v in out[table].items()}
+    return out
 
 
 def _load_check(entry: Any, i: int, seen: set[str],
@@ -221,9 +295,10 @@ def _load_check(entry: Any, i: int, seen: set[str],
     for name, tbl in (("params", params), ("options", options), ("thorough", thorough)):
         if not isinstance(tbl, dict):
             raise InputError(f"{where(name)}: {name} must be a table")
-    _check_privacy_values(params, where)
-    _check_privacy_values(options, where, option=True)
-    _check_privacy_values(thorough, where, option=True)  # options at --scale thorough
+    _check_privacy_values(params, lambda k: where(f"params.{k}"))
+    _check_privacy_values(options, lambda k: where(f"options.{k}"), option=True)
+    # options at --scale thorough
+    _check_privacy_values(thorough, lambda k: where(f"thorough.{k}"), option=True)
     _check_options(kind, options, thorough, where)
     target = entry["target"]
     _check_target(target, params, where)
@@ -231,9 +306,13 @@ def _load_check(entry: Any, i: int, seen: set[str],
     if not isinstance(description, str):
         raise InputError(f"{where('description')}: description of check {cid!r} must be "
                          f"a string, got {description!r}")
+    # Where each value was written: an error found only when the check runs points there.
+    lines = {f"{name}.{k}": where(f"{name}.{k}")
+             for name, tbl in (("params", params), ("options", options), ("thorough", thorough))
+             for k in tbl}
     return CheckSpec(cid, entry["kind"], target, expected, dict(params), dict(options),
                      source=where("id"), description=description, thorough=dict(thorough),
-                     expected_thorough=expected_thorough)
+                     expected_thorough=expected_thorough, lines=lines)
 
 
 def _check_target(target: str, params: dict[str, Any],
@@ -246,7 +325,8 @@ def _check_target(target: str, params: dict[str, Any],
         except InputError as e:
             # Point at the offending parameter's own line, not the first parameter's.
             key = "target" if "unknown algorithm" in str(e) or "variant" in str(e) \
-                else next((k for k in params if f"parameter {k!r}" in str(e)), "params")
+                else next((f"params.{k}" for k in params if f"parameter {k!r}" in str(e)),
+                          "params")
             raise InputError(f"{where(key)}: {e}") from None
         return
     # Not a registered name, so a user's module:function. Import it now: a typo in an
@@ -285,32 +365,60 @@ def _check_options(kind: CheckKind, options: dict[str, Any], thorough: dict[str,
     the offending key and the known keys: found here, before any check runs.
     """
     known = {f.name for f in dataclasses.fields(kind.Options)}
-    for table in (options, thorough):
+    for name, table in (("options", options), ("thorough", thorough)):
         for key in table:
             if key not in known:
-                raise InputError(f"{where(key)}: unknown option {key!r} for a {kind.name} "
-                                 f"check; known: {sorted(known)}")
+                raise InputError(f"{where(f'{name}.{key}')}: unknown option {key!r} for "
+                                 f"{with_article(kind.name)} check; known: {sorted(known)}")
     for table in (options, {**options, **thorough}):
         try:
             kind.options(table)
         except InputError as e:
             key = next((k for k in table if repr(k) in str(e)), None)
-            raise InputError(f"{where(key or 'kind')}: {e}") from None
+            at = None if key is None else (f"thorough.{key}" if key in thorough
+                                           and table is not options else f"options.{key}")
+            raise InputError(f"{where(at or 'kind')}: {e}") from None
 
 
 def discover(paths: Iterable[str | Path]) -> list[Path]:
-    """Suite files named directly or found (``*.toml``, recursively) in folders."""
-    out: list[Path] = []
+    """Suite files named directly or found (``*.toml``, recursively) in folders.
+
+    A file named twice (directly, through another spelling of its path, or inside a
+    folder also given) is kept once, where it first appears.
+    """
+    found: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            out.extend(sorted(p.rglob("*.toml")))
+            found.extend(sorted(p.rglob("*.toml")))
         elif p.exists():
-            out.append(p)
+            found.append(p)
         else:
             raise InputError(f"no suite file or folder {str(p)!r}")
-    if not out:
+    if not found:
         raise InputError(f"no suite files found in {[str(p) for p in paths]}")
-    return out
+    unique = {f.resolve(): f for f in reversed(found)}  # the first spelling wins
+    return [f for f in found if unique[f.resolve()] is f]
+
+
+def check_unique_ids(suites: Sequence[Suite]) -> None:
+    """Refuse two suite files that declare the same check id: results are keyed by id.
+
+    Examples
+    --------
+    >>> a = Suite(Path("a.toml"), "a", [CheckSpec("x", "account", "t")])
+    >>> try:
+    ...     check_unique_ids([a, dataclasses.replace(a, path=Path("b.toml"))])
+    ... except InputError as e:
+    ...     print(e)
+    check id 'x' is declared by both a.toml and b.toml
+    """
+    owner: dict[str, Path] = {}
+    for suite in suites:
+        for spec in suite.checks:
+            first = owner.setdefault(spec.id, suite.path)
+            if first != suite.path:
+                raise InputError(f"check id {spec.id!r} is declared by both {first} and "
+                                 f"{suite.path}")
 
 
 def scaled(spec: CheckSpec, scale: str) -> CheckSpec:
@@ -364,14 +472,35 @@ def run_suites(
     return run
 
 
+def check_only(only: str | None, suites: Sequence[Suite], shown: int = 10) -> None:
+    """Refuse an ``--only`` text that no check id contains, listing some of the ids.
+
+    Examples
+    --------
+    >>> s = Suite(Path("s.toml"), "s", [CheckSpec(i, "account", "t") for i in ("a.x", "b.x")])
+    >>> check_only("x", [s])
+    >>> try:
+    ...     check_only("y", [s])
+    ... except InputError as e:
+    ...     print(e)
+    --only 'y' matches no check id; the ids: a.x, b.x
+    """
+    ids = [spec.id for s in suites for spec in s.checks]
+    if only is None or any(only in i for i in ids):
+        return
+    more = f", ... ({len(ids) - shown} more)" if len(ids) > shown else ""
+    raise InputError(f"--only {only!r} matches no check id; the ids: "
+                     f"{', '.join(ids[:shown])}{more}")
+
+
 def run_command(args: Any) -> int:
     """``dpverify run``: validate all suites, run them, write the reports, show a summary."""
     from rich.console import Console
 
 
     suites = [load_suite(p) for p in discover(args.suites)]
-    if args.trials is not None and args.trials <= 0:
-        raise InputError(f"--trials must be a positive integer, got {args.trials}")
+    check_unique_ids(suites)
+    check_only(args.only, suites)
     # Found now rather than after every check has run and the results have nowhere to go.
     output = RunOutput.check(args.report_dir, [Path(a).stem for a in args.suites])
     overrides = _cli_params(args)

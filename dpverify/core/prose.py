@@ -34,6 +34,22 @@ def num(x: Any) -> float | None:
     return None
 
 
+def with_article(word: str) -> str:
+    """``word`` after "a" or "an", by its first sound (quotes and backticks ignored).
+
+    Examples
+    --------
+    >>> with_article("audit"), with_article("'account'"), with_article("blackbox")
+    ('an audit', "an 'account'", 'a blackbox')
+    >>> with_article("onerun"), with_article("uniform")
+    ('a onerun', 'a uniform')
+    """
+    bare = word.lstrip("'\"`").lower()
+    # A written vowel that sounds "w" or "y" ("one", "unit", "user") takes "a".
+    vowel = bare[:1] in set("aeiou") and not bare.startswith(("one", "uni", "use", "eu"))
+    return f"{'an' if vowel else 'a'} {word}"
+
+
 def fmt(x: Any, digits: int = 4) -> str:
     """A number for a sentence: 4 significant digits, ``∞`` for infinity, ``n/a`` for none.
 

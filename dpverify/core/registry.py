@@ -11,6 +11,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import math
+import numbers
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -344,8 +345,52 @@ class Algorithm:
                 raise InputError(
                     f"unknown parameter {k!r} for {self.name}; known: {sorted(out)}"
                 )
+            self.check_value(k, v)
             out[k] = v
         return out
+
+    def check_value(self, key: str, value: Any) -> None:
+        """Refuse a value of the wrong kind for ``key``, judged by the values declared.
+
+        A parameter whose default is a number, and every value declared for it (scales,
+        variants) too, takes a number (an integer where every declared one is); one
+        declared with booleans only takes true or false. ``None`` (the algorithm's own
+        choice) passes, and so does anything for a parameter whose default is ``None``
+        (it may take words, such as ``beta = "balanced"``): that is the algorithm's to
+        judge.
+
+        Examples
+        --------
+        >>> algo = get_algorithm("noisy_gd")
+        >>> algo.check_value("T", 20)
+        >>> try:
+        ...     algo.check_value("T", "abc")
+        ... except InputError as e:
+        ...     print(e)
+        parameter 'T' of noisy_gd takes an integer, got 'abc'
+        """
+        wanted = self._value_kind(key)
+        if value is None or wanted is None:
+            return
+        number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        ok = {"true or false": isinstance(value, bool),
+              "a number": number,
+              "an integer": number and float(value).is_integer()}[wanted]
+        if not ok:
+            raise InputError(f"parameter {key!r} of {self.name} takes {wanted}, got {value!r}")
+
+    def _value_kind(self, key: str) -> str | None:
+        if self.defaults.get(key) is None:
+            return None
+        declared = [t.get(key) for t in (self.defaults, self.quick, self.thorough,
+                                         *(v.params for v in self.variants.values()))]
+        declared = [v for v in declared if v is not None]
+        if all(isinstance(v, bool) for v in declared):
+            return "true or false"
+        if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in declared):
+            return None  # words, tables, or a mix: the algorithm's to judge
+        return ("an integer" if all(isinstance(v, numbers.Integral) for v in declared)
+                else "a number")
 
 
 @dataclass(frozen=True)
