@@ -400,27 +400,6 @@ def discover(paths: Iterable[str | Path]) -> list[Path]:
     return [f for f in found if unique[f.resolve()] is f]
 
 
-def check_unique_ids(suites: Sequence[Suite]) -> None:
-    """Refuse two suite files that declare the same check id: results are keyed by id.
-
-    Examples
-    --------
-    >>> a = Suite(Path("a.toml"), "a", [CheckSpec("x", "account", "t")])
-    >>> try:
-    ...     check_unique_ids([a, dataclasses.replace(a, path=Path("b.toml"))])
-    ... except InputError as e:
-    ...     print(e)
-    check id 'x' is declared by both a.toml and b.toml
-    """
-    owner: dict[str, Path] = {}
-    for suite in suites:
-        for spec in suite.checks:
-            first = owner.setdefault(spec.id, suite.path)
-            if first != suite.path:
-                raise InputError(f"check id {spec.id!r} is declared by both {first} and "
-                                 f"{suite.path}")
-
-
 def scaled(spec: CheckSpec, scale: str) -> CheckSpec:
     """The spec with its ``[check.thorough]`` overrides (options, and an ``expected`` that
     differs there) applied at thorough scale; every other field (description, source...)
@@ -499,7 +478,6 @@ def run_command(args: Any) -> int:
 
 
     suites = [load_suite(p) for p in discover(args.suites)]
-    check_unique_ids(suites)
     check_only(args.only, suites)
     # Found now rather than after every check has run and the results have nowhere to go.
     output = RunOutput.check(args.report_dir, [Path(a).stem for a in args.suites])
