@@ -281,6 +281,32 @@ def test_a_function_and_its_grid_must_agree_before_anything_runs() -> None:
     assert calls == []
 
 
+def test_a_theory_of_a_parameter_the_grid_holds_fixed_is_refused_up_front(
+        capsys: pytest.CaptureFixture) -> None:
+    """An exponent of a parameter no sweep varies would never be tested: the fit judges
+    only the swept one. It is refused before anything runs, naming both."""
+    calls: list[int] = []
+
+    def f(n, seed):
+        calls.append(n)
+        return 1.0 / n
+
+    with pytest.raises(InputError, match=r"exponent of 'T'.*it varies 'n'"):
+        rates(f, {"n": [100, 200, 400]}, theory={"T": -1}, seeds=2)
+    assert calls == []
+    # A registered target's default grids come from the theorem's names: one that is no
+    # parameter of the algorithm would be dropped from them without a word.
+    with pytest.raises(InputError, match=r"exponent of 'foo'.*it varies 'n'"):
+        rates("noisy_gd:sound", None, theory={"n": -2, "foo": 1}, seeds=2)
+    rc = main(["rates", f"{EXAMPLES}:mean_error", "--vary", "n=100,200,400",
+               "--theory", "T=-1", "--quiet"])
+    assert rc == 2 and "exponent of 'T'" in capsys.readouterr().out
+    # A suite entry is refused when the suite is read, with its place.
+    with pytest.raises(InputError, match=r"s.toml:3: .*exponent of 'd'.*it varies 'n'"):
+        RateOptions.parse({"vary": "n", "values": [1, 2, 4], "theory": {"d": 1}}, "s.toml:3")
+    assert RateOptions.parse({"vary": "n", "theory": {"n": -1}}).theory == {"n": -1.0}
+
+
 def _lognormal(p: float):
     """Utility n^p with independent log-normal noise (sd 0.3) per seed and point."""
 

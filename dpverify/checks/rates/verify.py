@@ -322,6 +322,7 @@ def verify_rates(exp: Experiment, options: RateOptions | None = None) -> RatesRe
           if fn is None else _function_theory(name, o))
     params = dict(exp.overrides) or None
     grids = _sweep_grids(fn, name, _check_vary(o), params, th, scale)
+    check_theory_varied(o.theory, list(grids))
     if o.saturation is not None and o.rate is None:
         raise InputError("saturation needs the theorem's full bound (option rate, --rate): a "
                          "point is left out only where the bound promises no progress")
@@ -447,7 +448,9 @@ class RateOptions(Options, FitSettings):
 
     def validate(self) -> None:
         self.fit_settings()
-        _check_vary(self)
+        vary = _check_vary(self)
+        if vary is not None:  # (default grids: checked once the theorem names them)
+            check_theory_varied(self.theory, [vary] if isinstance(vary, str) else list(vary))
         if self.claimed_by is not None and not self.claimed_by.strip():
             raise InputError("claimed_by must name whose rate the theory is, got an empty "
                              "string")
@@ -456,6 +459,30 @@ class RateOptions(Options, FitSettings):
         """The :class:`FitSettings` part of the options (checked)."""
         return FitSettings(**{f.name: getattr(self, f.name)
                               for f in dataclasses.fields(FitSettings)})
+
+
+def check_theory_varied(theory: Mapping[str, Any] | None, varied: Sequence[str]) -> None:
+    """Refuse exponents of parameters the grid holds fixed: they would never be tested.
+
+    A fit judges only the exponent of the parameter it sweeps, so ``theory`` naming
+    another would pass silently, whatever its value.
+
+    Examples
+    --------
+    >>> check_theory_varied({"n": -1}, ["n"])
+    >>> check_theory_varied({"T": -1}, ["n"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dpverify.core.errors.InputError: theory (--theory, ...) gives an exponent of 'T', ...
+    """
+    fixed = [str(k) for k in (theory or {}) if str(k) not in varied]
+    if fixed:
+        names = ", ".join(repr(k) for k in fixed)
+        raise InputError(f"theory (--theory, or the check option theory) gives an exponent "
+                         f"of {names}, which the grid does not vary (it varies "
+                         f"{', '.join(repr(str(v)) for v in varied) or 'nothing'}): an "
+                         f"exponent of a parameter held fixed is never tested; vary it "
+                         f"(--vary {fixed[0]}=...) or leave it out")
 
 
 def _check_vary(options: RateOptions) -> Any:
