@@ -518,6 +518,9 @@ class RateMetrics(Result):
     exponent_power: float | None = doc("the exponent of the pure power fit")
     exponent_offset: float | None = doc("the exponent of the fit with a floor")
     floor_share: float | None = doc("the floor's share of the smallest mean")
+    lack_of_fit_p: float | None = doc("p-value of the fitted model's lack-of-fit test "
+                                      "against the seeds' noise; below 1 - confidence the "
+                                      "model is rejected and the verdict INCONCLUSIVE")
     axis: str | None = doc("the sweep's axis")
     exponent_raw: float | None = doc("the exponent before the log factors are divided out")
     seeds: int | None = doc("runs per grid point")
@@ -526,7 +529,7 @@ class RateMetrics(Result):
     means: list[Any] | None = doc("mean metric per grid point")
     quantity: str | None = doc("the utility quantity measured")
     fits: list[Any] | None = doc("per swept parameter: parameter, exponent, ci_low, "
-                                 "ci_high, theory, verdict")
+                                 "ci_high, theory, lack_of_fit_p, verdict")
 
 
 @register_kind
@@ -714,16 +717,19 @@ def outcome_of(res: RatesResult) -> Outcome:
     d = decisive.to_dict()
     metrics = {k: d[k] for k in ("parameter", "exponent", "ci_low", "ci_high", "theory",
                                  "rule", "confidence", "tolerance", "sided", "model",
-                                 "exponent_power", "exponent_offset", "floor_share", "axis",
-                                 "exponent_raw", "seeds", "values", "medians", "means")}
+                                 "exponent_power", "exponent_offset", "floor_share",
+                                 "lack_of_fit_p", "axis", "exponent_raw", "seeds", "values",
+                                 "medians", "means")}
     metrics["quantity"] = res.theory.quantity
     if len(res.fits) > 1:
         metrics["fits"] = [
             {k: f.to_dict()[k] for k in ("parameter", "exponent", "ci_low", "ci_high",
-                                         "theory", "verdict")} for f in res.fits]
+                                         "theory", "lack_of_fit_p", "verdict")}
+            for f in res.fits]
     evidence = {"points": [
         {"parameter": f.parameter, "values": f.values.tolist(), "x": f.x.tolist(),
          "in_regime": f.in_regime.tolist(), "excluded": list(f.excluded), "axis": f.axis,
+         "model": f.model, "lack_of_fit_p": f.lack_of_fit_p,
          "medians": f.medians.tolist(),
          "means": f.means.tolist(), "local_slopes": f.local_slopes.tolist(), "flags": f.flags,
          **curve_band(f)}
