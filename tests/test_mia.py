@@ -370,6 +370,47 @@ def test_randomized_response_at_a_smaller_claim_fails() -> None:
     assert r.epsilon_lower > 0.5 or r.auc_lower > auc_ceiling(0.5, 1e-6)
 
 
+def rr_population_xy() -> tuple[np.ndarray, np.ndarray]:
+    """The records of :func:`rr_population` as ``(X, y)`` arrays."""
+    D = rr_population()
+    return D.X, D.y
+
+
+def randomized_response_xy(data: tuple[np.ndarray, np.ndarray], rng: np.random.Generator,
+                           trials: int) -> np.ndarray:
+    """:func:`randomized_response` written for ``(X, y)`` arrays, as ``dpverify audit``
+    hands a target the tuples its neighbour function returned."""
+    X, y = data
+    assert isinstance(X, np.ndarray) and y.shape == (len(X),)
+    present = len(X) == 10
+    keep = rng.random(trials) < 0.75
+    bit = np.where(keep, present, not present).astype(float)
+    return np.column_stack([bit, np.zeros(trials)])
+
+
+def test_a_callable_is_handed_records_in_the_form_its_data_came_in() -> None:
+    """Records given as ``(X, y)`` reach the target as ``(X, y)`` arrays, as in the audit;
+    given as a Dataset, as a Dataset. The same records and seed give the same game."""
+    opts = dict(epsilon=math.log(3), delta=1e-6, trials=400, attack="loss",
+                design="single", pool=1, statistic=f"{HERE}:rr_statistic")
+    xy = membership_inference(f"{HERE}:randomized_response_xy", MembershipOptions(
+        data=f"{HERE}:rr_population_xy", **opts))
+    ds = membership_inference(f"{HERE}:randomized_response", MembershipOptions(
+        data=f"{HERE}:rr_population", **opts))
+    assert xy.metrics() == ds.metrics()
+    # The audit hands the same target its pair as given: the two commands agree.
+    audit = main(["audit", f"{HERE}:randomized_response_xy", "--epsilon", "1.1",
+                  "--delta", "1e-6", "--neighbours", f"{HERE}:rr_pair_xy",
+                  "--trials", "2000", "--quiet"])
+    assert audit in (0, 1)
+
+
+def rr_pair_xy() -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """All ten records, and the first nine: an add/remove pair as ``(X, y)`` tuples."""
+    X, y = rr_population_xy()
+    return (X, y), (X[1:], y[1:])
+
+
 def test_pure_dp_claims_are_judged_at_delta_zero() -> None:
     """Randomized response is pure log(3)-DP: judged at delta = 0 against a claim of 0.5,
     the same counts fail; against its own epsilon they pass (seed 0)."""

@@ -12,6 +12,7 @@ import pytest
 
 from dpverify.checks.base import CheckSpec, RunContext, run_check
 from dpverify.checks.rates import (
+    RateCheck,
     RateOptions,
     RatesResult,
     SweepPlan,
@@ -279,6 +280,58 @@ def test_a_function_and_its_grid_must_agree_before_anything_runs() -> None:
         rates(f, {"n": [100, 200, 400]}, params={"m": 1, "warp": 2},
                      theory={"n": -1}, seeds=2)
     assert calls == []
+
+
+def test_a_theory_of_a_parameter_the_grid_holds_fixed_is_refused_up_front(
+        capsys: pytest.CaptureFixture) -> None:
+    """An exponent of a parameter no sweep varies would never be tested: the fit judges
+    only the swept one. It is refused before anything runs, naming both."""
+    calls: list[int] = []
+
+    def f(n, seed):
+        calls.append(n)
+        return 1.0 / n
+
+    with pytest.raises(InputError, match=r"exponent of 'T'.*it varies 'n'"):
+        rates(f, {"n": [100, 200, 400]}, theory={"T": -1}, seeds=2)
+    assert calls == []
+    # A registered target's default grids come from the theorem's names: one that is no
+    # parameter of the algorithm would be dropped from them without a word.
+    with pytest.raises(InputError, match=r"exponent of 'foo'.*it varies 'n'"):
+        rates("noisy_gd:sound", None, theory={"n": -2, "foo": 1}, seeds=2)
+    rc = main(["rates", f"{EXAMPLES}:mean_error", "--vary", "n=100,200,400",
+               "--theory", "T=-1", "--quiet"])
+    assert rc == 2 and "exponent of 'T'" in capsys.readouterr().out
+    # A suite entry is refused when the suite is read, with its place.
+    with pytest.raises(InputError, match=r"s.toml:3: .*exponent of 'd'.*it varies 'n'"):
+        RateOptions.parse({"vary": "n", "values": [1, 2, 4], "theory": {"d": 1}}, "s.toml:3")
+    assert RateOptions.parse({"vary": "n", "theory": {"n": -1}}).theory == {"n": -1.0}
+
+
+def _zigzag(n: int, seed: int) -> float:
+    """n^-1 times 2 and 1/2 at alternate octaves, 5% noise: no single exponent fits."""
+    bump = 2.0 if int(np.log2(n)) % 2 == 0 else 0.5
+    return bump / n * float(np.exp(0.05 * np.random.default_rng([seed, n]).standard_normal()))
+
+
+def test_a_curve_no_exponent_describes_is_inconclusive_with_its_lack_of_fit(
+        capsys: pytest.CaptureFixture) -> None:
+    """The zigzag's log-log slope is -1, but the power law is rejected: the check says so
+    and carries the lack-of-fit p-value, where it used to PASS n^-1 and FAIL n^-2."""
+    grid = {"n": [128, 256, 512, 1024, 2048, 4096]}
+    for theory in (-1, -2):
+        spec = CheckSpec("zig", "rate", _zigzag,
+                         options={"vary": grid, "seeds": 10, "theory": {"n": theory}})
+        res = run_check(spec, RunContext())
+        out = res.outcome
+        assert out.verdict is Verdict.INCONCLUSIVE and "lack of fit" in out.message
+        assert out.metrics["lack_of_fit_p"] < 1e-6
+        assert out.evidence["points"][0]["lack_of_fit_p"] == out.metrics["lack_of_fit_p"]
+        said = RateCheck().statement(res.to_dict(), "", None).measured
+        assert "INCONCLUSIVE: the power law is rejected: no single exponent fits" in said
+    rc = main(["rates", f"{EXAMPLES}:mean_error", "--vary", "n=100,200,400,800", "--theory",
+               "n=-1", "--quiet"])
+    assert rc == 0  # a power law is not rejected
 
 
 def _lognormal(p: float):

@@ -58,7 +58,9 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
                    help="how a model scores a record: auto, inner, a loss name, or "
                         "module:function (outputs, X, y) -> (trials, records)")
     p.add_argument("--data", default=None,
-                   help="records for a callable: synthetic (default) or module:function")
+                   help="records for a callable: synthetic (default, handed to it as a "
+                        "Dataset) or module:function returning (X, y), X or a Dataset, "
+                        "handed to it in that form, as the audit hands a target its pair")
     p.add_argument("--nonmembers", default="pool",
                    help="pool (default: the DP game) or module:function f(problem, rng) "
                         "returning held-out records, e.g. a test set (not the DP game)")

@@ -39,9 +39,9 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seeds", type=positive_int, default=None,
                    help="runs per grid point, batched as trials (default 20; --trials too)")
     p.add_argument("--theory", action="append", default=[], metavar="K=P",
-                   help="theorem exponent of K (repeatable, e.g. n=-1 or n=-2/3); replaces "
-                        "the declared exponents; required for module:function targets "
-                        "(default: the declared theorem)")
+                   help="theorem exponent of K, a parameter the grid varies (repeatable, "
+                        "e.g. n=-1 or n=-2/3); replaces the declared exponents; required "
+                        "for module:function targets (default: the declared theorem)")
     p.add_argument("--log-factor", action="append", default=None, metavar="EXPR",
                    help="log factor of the theorem to divide out, e.g. 'log(n)' (repeatable; "
                         "default: the declared theorem's)")

@@ -484,6 +484,49 @@ def as_dataset(obj: object) -> Dataset:
     return Dataset(arr, np.zeros(arr.shape[0]))
 
 
+def record_form(obj: object) -> str:
+    """The form a user gave records in: ``dataset``, ``xy`` (an ``(X, y)`` tuple), ``array``
+    (X alone, (n, d)) or ``vector`` (X alone, (n,)); :func:`in_form` gives records back in it.
+
+    Examples
+    --------
+    >>> record_form((np.zeros((3, 2)), np.ones(3))), record_form(np.zeros(3))
+    ('xy', 'vector')
+    """
+    if isinstance(obj, Dataset):
+        return "dataset"
+    if isinstance(obj, tuple) and len(obj) == 2:
+        return "xy"
+    return "vector" if np.ndim(obj) == 1 else "array"
+
+
+def in_form(data: Dataset, form: str) -> object:
+    """``data`` in the form of :func:`record_form`: what a user's callable is handed.
+
+    A target is handed records the way its user gave them (a neighbour function's pair
+    or a data function's records), so code written for ``(X, y)`` tuples never meets a
+    :class:`Dataset` and the other way round; records the harness makes itself stay a
+    :class:`Dataset`.
+
+    Examples
+    --------
+    >>> D = Dataset(np.zeros((3, 1)), np.ones(3))
+    >>> [type(in_form(D, f)).__name__ for f in ("dataset", "xy", "array")]
+    ['Dataset', 'tuple', 'ndarray']
+    >>> in_form(D, "vector").shape
+    (3,)
+    """
+    if form == "dataset":
+        return data
+    if form == "xy":
+        return data.X, data.y
+    if form == "array":
+        return data.X
+    if form == "vector":
+        return data.X[:, 0]
+    raise InputError(f"unknown record form {form!r}; known: dataset, xy, array, vector")
+
+
 # Vectors of query answers ---------------------------------------------------------------
 #
 # A mechanism whose input is a vector of sensitivity-1 answers (counts, Laplace and

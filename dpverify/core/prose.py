@@ -209,7 +209,8 @@ def inconclusive_reason(check: Mapping[str, Any]) -> str:
         return "too few grid points in the window to fit"
     for key, words in (("wide", "interval too wide to decide"),
                        ("hinges on the floor", "the verdict hinges on an unmeasured floor"),
-                       ("floor dominates", "a floor dominates the signal")):
+                       ("floor dominates", "a floor dominates the signal"),
+                       ("lack of fit", "the power law is rejected: no single exponent fits")):
         if key in msg:
             return words
     tail = msg.split("INCONCLUSIVE:", 1)[-1].strip()

@@ -4,7 +4,8 @@ A target is either a registered algorithm (``name`` or ``name:variant``: it runs
 the curator, so it has a ledger and an accountant) or any Python callable
 ``module:function`` with the signature ``f(data, rng, trials) -> array (trials, ...)``,
 where ``data`` is a :class:`~dpverify.core.data.Dataset` (or whatever the user's pair function
-returned) and ``rng`` a NumPy Generator. Outputs are drawn in fixed-size seeded blocks
+returned) and ``rng`` a NumPy Generator; membership inference hands a callable its records
+the same way (:func:`~dpverify.core.data.in_form`). Outputs are drawn in fixed-size seeded blocks
 through :func:`dpverify.execution.trials.map_blocks`, so results depend only on the root seed
 and the block size.
 

@@ -5,7 +5,8 @@ ceiling min(1, e^eps FPR + delta, 1 - e^-eps (1 - delta - FPR)) and its AUC at m
 (1 - delta)(e^eps + delta)/(e^eps + 1) + delta
 (:mod:`dpverify.stats.membership_bounds`). This package
 plays the membership game on a target (:mod:`dpverify.checks.mia.game`: a registered algorithm
-in one batched run with a dataset per trial, or a user's ``f(data, rng, trials)``), attacks
+in one batched run with a dataset per trial, or a user's ``f(data, rng, trials)``, handed
+each trial's records in the form its user gave them, as the audit is), attacks
 it (:mod:`dpverify.checks.mia.attacks`), and reports AUC, TPR at FPR 0.1% and 1%, and the epsilon
 lower bound the ROC implies with Clopper-Pearson intervals and thresholds chosen on a
 separate split (:mod:`dpverify.stats.audit_bounds`), next to what the claim allows

@@ -27,6 +27,7 @@ record) pair of the select and test splits, next to the largest values the claim
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -51,7 +52,14 @@ from dpverify.checks.mia.game import (
     play_registered,
 )
 from dpverify.core.claims import Verdict
-from dpverify.core.data import Dataset, as_dataset, check_finite, synthetic_classification
+from dpverify.core.data import (
+    Dataset,
+    as_dataset,
+    check_finite,
+    in_form,
+    record_form,
+    synthetic_classification,
+)
 from dpverify.core.errors import InputError
 from dpverify.core.registry import load_callable
 from dpverify.execution.trials import seed_streams
@@ -187,15 +195,16 @@ class MiaResult:
                          "power": self.power, "message": self.message()})
 
 
-def _population(setup: Any, data: str | Dataset | None, seed: int) -> Dataset:
-    """The records a callable is attacked on: synthetic, or a user's ``module:function``."""
+def _population(setup: Any, data: str | Dataset | None, seed: int) -> tuple[Dataset, str]:
+    """The records a callable is attacked on (synthetic, or a user's ``module:function``)
+    and the form the callable is handed them in (:func:`~dpverify.core.data.record_form`)."""
     if isinstance(data, Dataset):
-        return data
+        return data, "dataset"
     if data is None or data == "synthetic":
         n = int(setup.params.get("n", DEFAULT_USER_N))
         d = int(setup.params.get("d", DEFAULT_USER_D))
         rng = np.random.default_rng(seed_streams(seed, SEED_DATA + 1)[SEED_DATA])
-        return synthetic_classification(n, d, rng)[0]
+        return synthetic_classification(n, d, rng)[0], "dataset"
     try:
         obj = load_callable(str(data))()
     except InputError:
@@ -203,7 +212,7 @@ def _population(setup: Any, data: str | Dataset | None, seed: int) -> Dataset:
     except Exception as e:
         raise InputError(f"data function {data} raised {type(e).__name__}: {e}") from e
     check_finite(obj, f"data function {data}")
-    return as_dataset(obj)
+    return as_dataset(obj), record_form(obj)
 
 
 def _heldout(spec: str, source: Any, rng: np.random.Generator) -> Dataset:
@@ -263,7 +272,12 @@ class MembershipOptions(RunOptions):
         ``(outputs (k, p), X (m, d), y (m,)) -> (k, m)``.
     data
         For a callable: ``"synthetic"`` (default; ``n`` and ``d`` from ``params``) or
-        ``module:function`` returning the records (a Dataset or ``(X, y)``).
+        ``module:function`` returning the records: a Dataset, an ``(X, y)`` tuple or X
+        alone. The callable is handed each trial's records in that same form, as the
+        audit hands a target what its neighbour function returned
+        (:func:`~dpverify.core.data.in_form`): ``(X, y)`` arrays for a tuple, X for X,
+        a :class:`~dpverify.core.data.Dataset` (``data.X``, ``data.y``, ``data.n``) for a
+        Dataset and for synthetic records.
     nonmembers
         Where non-members come from: ``"pool"`` (default: the DP game above, every target
         in or out by a coin flip) or ``module:function`` called as ``f(source, rng)``
@@ -348,8 +362,10 @@ def membership_inference(target: str, options: MembershipOptions | None = None) 
     """Membership inference against ``target``, judged against its privacy claim.
 
     ``target`` is ``name``, ``name:variant`` (registered) or ``module:function`` with the
-    signature ``f(data, rng, trials) -> array (trials, p)``; the claim defaults to a
-    registered target's own.
+    signature ``f(data, rng, trials) -> array (trials, p)``, ``data`` one trial's records
+    in the form the user gave them (see ``data`` in :class:`MembershipOptions`), ``rng``
+    a NumPy Generator and each row of the result one independent run; the claim defaults
+    to a registered target's own.
 
     Examples
     --------
@@ -414,8 +430,8 @@ def _play(target: str, o: MembershipOptions, names: Sequence[str]) -> _Game:
     """Prepare the target, make the pool, play the game and cut its trials into splits."""
     setup = o.prepare(target)
     design = o.design or ("poisson" if setup.registered else "single")
-    population = (setup.problem.data if setup.registered
-                  else _population(setup, o.data, o.seed))
+    population, form = ((setup.problem.data, "dataset") if setup.registered
+                        else _population(setup, o.data, o.seed))
     pool_rng = np.random.default_rng(seed_streams(o.seed, SEED_POOL + 1)[SEED_POOL])
     if o.nonmembers == "pool":
         the_pool = make_pool(population, size=o.pool, records=o.records,
@@ -424,10 +440,11 @@ def _play(target: str, o: MembershipOptions, names: Sequence[str]) -> _Game:
         if o.records != "data":
             raise InputError("held-out non-members need records = 'data' (members are "
                              f"training records), got {o.records!r}")
-        held = _heldout(o.nonmembers, setup.problem if setup.registered else population,
-                        pool_rng)
+        held = _heldout(o.nonmembers, setup.problem if setup.registered
+                        else in_form(population, form), pool_rng)
         the_pool = heldout_pool(population, held, size=o.pool, rng=pool_rng)
         design = HELDOUT
+    the_pool = dataclasses.replace(the_pool, form=form)
     fr = o.fractions(names)
     trials = o.trials
     n_shadow = int(math.floor(trials * fr[0]))

@@ -23,7 +23,9 @@ A registered algorithm runs all trials of a block in one batched curator run: ea
 dataset is the pool masked per trial, the mask multiplying the query weights (an absent
 record weighs 0 in every query, as in :meth:`dpverify.core.curator.Curator.replay`'s add/remove
 worlds; exact for full-batch and Poisson-sampled algorithms). A user's callable
-``f(data, rng, trials)`` is called once per distinct dataset: m + 1 calls in ``single``.
+``f(data, rng, trials)`` is called once per distinct dataset (m + 1 calls in ``single``),
+with the records in the form its user gave them: ``(X, y)`` arrays for records given as a
+tuple, a :class:`~dpverify.core.data.Dataset` for synthetic ones (as the audit does).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import numpy as np
 
 from dpverify.checks.audit.targets import sample
 from dpverify.core.curator import Curator
-from dpverify.core.data import PAIR_GENERATORS, Dataset
+from dpverify.core.data import PAIR_GENERATORS, Dataset, in_form
 from dpverify.core.errors import InputError
 from dpverify.core.registry import Problem, load_callable, resolve
 from dpverify.execution.trials import BlockPlan, map_blocks, resolve_block_size, seed_streams
@@ -66,6 +68,8 @@ class Pool:
     records: str = "data"
     # Membership of each target in every trial when it is not drawn (held-out non-members).
     fixed: np.ndarray | None = None
+    # How a user's callable is handed a trial's records (dpverify.core.data.record_form).
+    form: str = "dataset"
 
     @property
     def m(self) -> int:
@@ -425,6 +429,9 @@ def play_callable(setup: AuditSetup, pool: Pool, *, trials: int, design: str,
                   execution: Execution | None = None) -> Observations:
     """The game for ``f(data, rng, trials)``: trials sharing a dataset share one call.
 
+    ``data`` is the trial's records in the form the user gave them (``pool.form``,
+    :func:`~dpverify.core.data.in_form`), as the audit hands a target its pair.
+
     In the ``single`` design there are m + 1 datasets (none of the targets, or one); in
     ``poisson`` nearly every trial has its own, so each is a call with ``trials=1``.
     """
@@ -440,7 +447,8 @@ def play_callable(setup: AuditSetup, pool: Pool, *, trials: int, design: str,
     for g, ss in zip(range(rows.shape[0]), seed_streams(run_ss, rows.shape[0]), strict=True):
         idx = np.flatnonzero(inverse == g)
         bs = None if block_size in (None, "auto") else int(block_size)
-        out = sample(setup, pool.dataset(rows[g]), idx.size, ss, bs, execution)
+        out = sample(setup, in_form(pool.dataset(rows[g]), pool.form), idx.size, ss, bs,
+                     execution)
         _check_outputs(out, pool.targets.d, setup.name)
         out_dim = out.shape[1]
         st = stat(out, pool.targets.X, pool.targets.y)

@@ -322,6 +322,7 @@ def verify_rates(exp: Experiment, options: RateOptions | None = None) -> RatesRe
           if fn is None else _function_theory(name, o))
     params = dict(exp.overrides) or None
     grids = _sweep_grids(fn, name, _check_vary(o), params, th, scale)
+    check_theory_varied(o.theory, list(grids))
     if o.saturation is not None and o.rate is None:
         raise InputError("saturation needs the theorem's full bound (option rate, --rate): a "
                          "point is left out only where the bound promises no progress")
@@ -447,7 +448,9 @@ class RateOptions(Options, FitSettings):
 
     def validate(self) -> None:
         self.fit_settings()
-        _check_vary(self)
+        vary = _check_vary(self)
+        if vary is not None:  # (default grids: checked once the theorem names them)
+            check_theory_varied(self.theory, [vary] if isinstance(vary, str) else list(vary))
         if self.claimed_by is not None and not self.claimed_by.strip():
             raise InputError("claimed_by must name whose rate the theory is, got an empty "
                              "string")
@@ -456,6 +459,30 @@ class RateOptions(Options, FitSettings):
         """The :class:`FitSettings` part of the options (checked)."""
         return FitSettings(**{f.name: getattr(self, f.name)
                               for f in dataclasses.fields(FitSettings)})
+
+
+def check_theory_varied(theory: Mapping[str, Any] | None, varied: Sequence[str]) -> None:
+    """Refuse exponents of parameters the grid holds fixed: they would never be tested.
+
+    A fit judges only the exponent of the parameter it sweeps, so ``theory`` naming
+    another would pass silently, whatever its value.
+
+    Examples
+    --------
+    >>> check_theory_varied({"n": -1}, ["n"])
+    >>> check_theory_varied({"T": -1}, ["n"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dpverify.core.errors.InputError: theory (--theory, ...) gives an exponent of 'T', ...
+    """
+    fixed = [str(k) for k in (theory or {}) if str(k) not in varied]
+    if fixed:
+        names = ", ".join(repr(k) for k in fixed)
+        raise InputError(f"theory (--theory, or the check option theory) gives an exponent "
+                         f"of {names}, which the grid does not vary (it varies "
+                         f"{', '.join(repr(str(v)) for v in varied) or 'nothing'}): an "
+                         f"exponent of a parameter held fixed is never tested; vary it "
+                         f"(--vary {fixed[0]}=...) or leave it out")
 
 
 def _check_vary(options: RateOptions) -> Any:
@@ -491,6 +518,9 @@ class RateMetrics(Result):
     exponent_power: float | None = doc("the exponent of the pure power fit")
     exponent_offset: float | None = doc("the exponent of the fit with a floor")
     floor_share: float | None = doc("the floor's share of the smallest mean")
+    lack_of_fit_p: float | None = doc("p-value of the fitted model's lack-of-fit test "
+                                      "against the seeds' noise; below 1 - confidence the "
+                                      "model is rejected and the verdict INCONCLUSIVE")
     axis: str | None = doc("the sweep's axis")
     exponent_raw: float | None = doc("the exponent before the log factors are divided out")
     seeds: int | None = doc("runs per grid point")
@@ -499,7 +529,7 @@ class RateMetrics(Result):
     means: list[Any] | None = doc("mean metric per grid point")
     quantity: str | None = doc("the utility quantity measured")
     fits: list[Any] | None = doc("per swept parameter: parameter, exponent, ci_low, "
-                                 "ci_high, theory, verdict")
+                                 "ci_high, theory, lack_of_fit_p, verdict")
 
 
 @register_kind
@@ -687,16 +717,19 @@ def outcome_of(res: RatesResult) -> Outcome:
     d = decisive.to_dict()
     metrics = {k: d[k] for k in ("parameter", "exponent", "ci_low", "ci_high", "theory",
                                  "rule", "confidence", "tolerance", "sided", "model",
-                                 "exponent_power", "exponent_offset", "floor_share", "axis",
-                                 "exponent_raw", "seeds", "values", "medians", "means")}
+                                 "exponent_power", "exponent_offset", "floor_share",
+                                 "lack_of_fit_p", "axis", "exponent_raw", "seeds", "values",
+                                 "medians", "means")}
     metrics["quantity"] = res.theory.quantity
     if len(res.fits) > 1:
         metrics["fits"] = [
             {k: f.to_dict()[k] for k in ("parameter", "exponent", "ci_low", "ci_high",
-                                         "theory", "verdict")} for f in res.fits]
+                                         "theory", "lack_of_fit_p", "verdict")}
+            for f in res.fits]
     evidence = {"points": [
         {"parameter": f.parameter, "values": f.values.tolist(), "x": f.x.tolist(),
          "in_regime": f.in_regime.tolist(), "excluded": list(f.excluded), "axis": f.axis,
+         "model": f.model, "lack_of_fit_p": f.lack_of_fit_p,
          "medians": f.medians.tolist(),
          "means": f.means.tolist(), "local_slopes": f.local_slopes.tolist(), "flags": f.flags,
          **curve_band(f)}
