@@ -164,6 +164,28 @@ def test_a_rejected_power_law_is_inconclusive(theory: float) -> None:
     assert fit_rate(N_GRID, exact, theory=-1.0, rng=0).verdict is Verdict.PASS
 
 
+def bending(seeds: int) -> np.ndarray:
+    """A curve whose log-log slope steepens from -0.2 to -1.2 along the doubling grid (no
+    single exponent describes it), with 5% log-normal noise per seed."""
+    slopes = np.array([-0.2, -0.4, -0.6, -0.8, -1.0, -1.2])
+    logm = np.concatenate([[0.0], np.cumsum(slopes * np.log(2.0))])
+    noise = np.exp(0.05 * np.random.default_rng(4).standard_normal((N_GRID.size, seeds)))
+    return np.exp(logm)[:, None] * noise
+
+
+@pytest.mark.parametrize(("theory", "expected"), [
+    (-2.0, Verdict.FAIL), (0.0, Verdict.PASS), (-0.7, Verdict.INCONCLUSIVE)])
+def test_a_rejected_power_law_is_decided_where_every_local_slope_agrees(theory, expected):
+    """Upper bounds: every segment's slope (about -0.2 to -1.2, each to within 0.05 at 20
+    seeds) provably above -2 + 0.1 is a FAIL, provably below 0 + 0.1 a PASS; against -0.7
+    the segments disagree and the fit says nothing."""
+    fit = fit_rate(N_GRID, bending(20), theory=theory, parameter="n", rng=0)
+    assert fit.lack_of_fit_p < 1e-6
+    assert fit.verdict is expected, fit.message
+    if expected is not Verdict.INCONCLUSIVE:
+        assert "every two neighbouring grid points" in fit.message
+
+
 def test_lack_of_fit_judges_the_selected_model() -> None:
     """A power law plus a floor is no power law, but the offset model the fit selects
     describes it: its own residuals decide, and the fit is not rejected."""

@@ -556,7 +556,10 @@ def _fit_models(fit: RateFit, usable: np.ndarray, gen: np.random.Generator) -> N
     fit.exponent = fit.exponent_offset if use_off else fit.exponent_power
     reps = np.where(use_off_b, pb_off, pb_pow)
     fit.ci_low, fit.ci_high = _bootstrap_ci(fit.exponent, reps, level, k, how)
-    fit.boot = {"p_power": pb_pow, "a_power": ab_pow, "p_offset": pb_off, "A_offset": Ab_off,
+    with np.errstate(invalid="ignore"):
+        local_b = np.diff(lyb, axis=1) / np.diff(lx)
+    fit.boot = {"local": local_b,
+                "p_power": pb_pow, "a_power": ab_pow, "p_offset": pb_off, "A_offset": Ab_off,
                 "c_offset": cb_off, "use_offset": use_off_b}
     _flag_fit(fit, lx, lL, Yu)
 
@@ -712,7 +715,9 @@ def lack_of_fit(resid: np.ndarray, Yu: np.ndarray, dof: int, allowance: float = 
 def _rule_text(sided: str, s: FitSettings) -> str:
     pct = round(100 * s.confidence, 3)
     model = (f"INCONCLUSIVE if the lack-of-fit test rejects the model beyond the bend the "
-             f"tolerance allows (p < {1 - s.confidence:.3g}); else ")
+             f"tolerance allows (p < {1 - s.confidence:.3g}), unless the slopes of all "
+             f"the grid's segments decide alike (FAIL if each fails the rule below on one "
+             f"side; PASS, under an upper bound, if each is provably within it); else ")
     if sided == "upper":
         return (f"upper bound: {model}FAIL if ci_low > theory + {s.tolerance:g} (a provably "
                 f"worse rate; one-sided level {(1 - s.confidence) / 2:g}); PASS if ci_high <= "
@@ -721,6 +726,33 @@ def _rule_text(sided: str, s: FitSettings) -> str:
     return (f"two-sided: {model}FAIL if the {pct:g}% interval excludes theory +- "
             f"{s.tolerance:g}; PASS if it contains it and is at most {s.max_width:g} wide; "
             f"else INCONCLUSIVE")
+
+
+def _local_verdict(fit: RateFit) -> tuple[Verdict, str] | None:
+    """A verdict from the slope of every segment of the grid, where all of them agree.
+
+    The check reads the theorem's exponent as the measured curve's; where no one exponent
+    fits, a slope provably beyond the tolerance on every segment still says the curve falls
+    slower (or, two-sided, otherwise) than the theorem: FAIL; and under an upper bound, a
+    slope provably within it on every segment says it falls at least as fast: PASS. Each
+    segment's interval is the fit's own (bootstrap over seeds, at the check's confidence);
+    all of them deciding together is an intersection-union test (Berger 1982), whose level
+    is each test's, with no correction for the number of segments. ``None``: no agreement.
+    """
+    local = fit.boot.get("local")
+    if local is None or local.shape[1] == 0:
+        return None
+    th, tol, s = fit.theory, fit.settings.tolerance, fit.settings
+    cis = [_bootstrap_ci(float(p), local[:, j], s.confidence, fit.seeds, s.interval)
+           for j, p in enumerate(fit.local_slopes)]
+    if all(lo > th + tol for lo, _ in cis):
+        return Verdict.FAIL, ("provably worse than the theorem" if fit.sided == "upper"
+                              else "provably above it")
+    if fit.sided == "two" and all(hi < th - tol for _, hi in cis):
+        return Verdict.FAIL, "provably below it"
+    if fit.sided == "upper" and all(hi <= th + tol for _, hi in cis):
+        return Verdict.PASS, "at least as good as the theorem"
+    return None
 
 
 def _inconclusive(fit: RateFit, why: str) -> RateFit:
@@ -747,6 +779,13 @@ def _decide(fit: RateFit) -> RateFit:
                                       f"at all but {above} points; extend the grid or lower "
                                       f"the floor ({desc})")
     if fit.lack_of_fit_p < 1.0 - s.confidence:
+        local = _local_verdict(fit)
+        if local is not None:
+            fit.verdict = local[0]
+            fit.message = (f"{desc}: {local[0].value}: no single exponent describes the "
+                           f"points (lack of fit p = {fit.lack_of_fit_p:.2g}), yet the slope "
+                           f"between every two neighbouring grid points is {local[1]}")
+            return fit
         return _inconclusive(fit, f"lack of fit: the {fit.model} model is rejected (p = "
                                   f"{fit.lack_of_fit_p:.2g} < {1.0 - s.confidence:.3g}): the "
                                   f"point means scatter about it beyond the seeds' noise, so "
