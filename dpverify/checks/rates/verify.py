@@ -520,7 +520,8 @@ class RateMetrics(Result):
     floor_share: float | None = doc("the floor's share of the smallest mean")
     lack_of_fit_p: float | None = doc("p-value of the fitted model's lack-of-fit test "
                                       "against the seeds' noise; below 1 - confidence the "
-                                      "model is rejected and the verdict INCONCLUSIVE")
+                                      "model is rejected, and the verdict is INCONCLUSIVE "
+                                      "unless every segment's slope decides alike")
     axis: str | None = doc("the sweep's axis")
     exponent_raw: float | None = doc("the exponent before the log factors are divided out")
     seeds: int | None = doc("runs per grid point")
