@@ -179,6 +179,18 @@ def test_the_door_check_sees_records_read_other_than_through_releases(run, expec
         assert outcome.result.moved > 0
 
 
+def _global_stream_run(cur, setting, params):
+    g = cur.gaussian("sum", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=1.0)
+    return g + np.random.default_rng().normal(size=g.shape)
+
+
+def test_the_door_check_does_not_blame_the_records_for_a_run_that_does_not_repeat():
+    outcome, _ = run_check_on(CheckSpec("d", "door", "tiny:sound"),
+                              _tiny_target(_global_stream_run))
+    assert outcome.verdict is Verdict.INCONCLUSIVE
+    assert "does not repeat itself" in outcome.message
+
+
 def test_the_door_check_sees_a_release_sequence_set_by_unreleased_records():
     """The other records, 20 of D's drawn with replacement, repeat one (all distinct with
     probability 20!/20^20 < 1e-7): the playback makes one release where D's run made two."""

@@ -364,11 +364,13 @@ class DoorCheck(CheckKind):
 
     A run on D keeps every answer it was released; the same run (same seed, D's public
     setting) is then made on other records (D's own, drawn with replacement) with those
-    answers handed out in place of its own, twice. Every query is still evaluated on the
+    answers handed out in place of its own, twice (after once on D itself, which must
+    repeat the run: else the check is INCONCLUSIVE). Every query is still evaluated on the
     other records and every random draw made as before, so the outputs are bit-identical
     unless the variant reads the records some other way: a query that keeps the records it
     is handed, a read of the curator's private fields, records kept from one run for the
-    next (the second playback follows one on the other records). What no release carries
+    next (a run on D comes before the recording, and the second playback follows one on
+    the other records). What no release carries
     is seen by no accountant and no audit, which read the data through the releases only.
     Records kept once, before the check, and never read again are out of its reach.
     """
@@ -384,13 +386,27 @@ class DoorCheck(CheckKind):
         seed = seed_streams(exp.seed, 6)[5]
         setting = exp.setting(data)
         with np.errstate(all="ignore"):
+            # A run on D before the recorded one: state a run leaves for the next is then
+            # D's when the recording and the control below start.
+            exp.target.variant.run(Curator(data, trials=k, rng=_copy(seed),
+                                           backend=exp.backend, n_public=data.n),
+                                   setting, exp.params)
             rec = Curator(data, trials=k, rng=_copy(seed), backend=exp.backend,
                           n_public=data.n, keep_answers=True)
             first = _numpy_rows(rec, exp.target.variant.run(rec, setting, exp.params), k)
             answers = [r.answer for r in rec.ledger.records]
+            # First on D's own records: a run that does not repeat itself from its seed and
+            # its answers cannot be judged by what other records change.
+            again = _play(exp, data, answers, _copy(seed), k, setting)[0]
             other = _resampled(data, seed)
             plays = [_play(exp, other, answers, _copy(seed), k, setting) for _ in range(2)]
         metrics = DoorMetrics(trials=k, releases=len(rec.ledger))
+        if isinstance(again, str) or _largest_move(first, again) != 0.0:
+            return Outcome(Verdict.INCONCLUSIVE, metrics, {},
+                           "played back on D's own records with its own answers, the run "
+                           "does not repeat itself (a global random stream, or state carried "
+                           "from run to run: the determinism check tells which), so what "
+                           "other records change cannot be told")
         for out, cur in plays:
             why = (out if isinstance(out, str) else "the sequence of releases changed"
                    if cur.ledger.signature() != rec.ledger.signature() else None)
