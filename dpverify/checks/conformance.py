@@ -53,7 +53,7 @@ from dpverify.checks.base import (
     run_check,
 )
 from dpverify.core.claims import Verdict
-from dpverify.core.curator import Curator, PlaybackMismatch
+from dpverify.core.curator import Curator
 from dpverify.core.data import Dataset, make_pair
 from dpverify.core.errors import InputError, check_positive
 from dpverify.core.registry import Battery, Target, all_algorithms, get_algorithm, resolve
@@ -432,10 +432,12 @@ def _play(exp: Experiment, data: Dataset, answers: list[np.ndarray],
     string, where it asked for a release the recorded run did not make)."""
     cur = Curator.playback(data, answers, trials=k, rng=seed, backend=exp.backend,
                            n_public=data.n)
-    try:
-        return _numpy_rows(cur, exp.target.variant.run(cur, setting, exp.params), k), cur
-    except PlaybackMismatch as e:
-        return str(e), cur
+    out = _numpy_rows(cur, exp.target.variant.run(cur, setting, exp.params), k)
+    if cur.unplayed is None:
+        return out, cur
+    i = cur.unplayed
+    return (f"release {i} was not made by the recorded run, which made {len(answers)}"
+            if i >= len(answers) else f"release {i} has another shape"), cur
 
 
 def _numpy_rows(cur: Curator, out: Any, k: int) -> np.ndarray:

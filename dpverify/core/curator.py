@@ -47,10 +47,6 @@ SAMPLING_SCHEMES = (
 AMPLIFIED = ("poisson", "uniform_without_replacement", "uniform_with_replacement")
 
 
-class PlaybackMismatch(RuntimeError):
-    """A run played back another run's answers but asked for other releases."""
-
-
 @dataclass(frozen=True)
 class Batch:
     """A batch handed out by the curator; algorithms pass it to queries, never read it.
@@ -298,6 +294,8 @@ class Curator:
         self._step: int | None = None
         # Answers recorded from another run, handed out in place of this run's (a playback).
         self._playback: list[np.ndarray] | None = None
+        # The first release a playback had no answer of its shape for (it got its own).
+        self.unplayed: int | None = None
         # Fields of the public setting that differ between D and D' (a replay fills it in).
         self.setting_differences: list[str] = []
 
@@ -369,7 +367,6 @@ class Curator:
         Every query is still evaluated on ``data`` and every random draw made as in a
         plain run, so an algorithm that reads the records only through its releases, run
         with the recorded run's seed, gives that run's output whatever ``data`` holds.
-        A release the recorded run did not make raises :class:`PlaybackMismatch`.
 
         Examples
         --------
@@ -383,25 +380,29 @@ class Curator:
         True
         """
         cur = cls(data, **kwargs)
-        cur._playback = [np.asarray(a) for a in answers]
+        cur.play(answers)
         return cur
 
-    def _played(self, name: str, value: Any) -> Any:
+    def play(self, answers: Sequence[np.ndarray]) -> None:
+        """Hand out ``answers`` (a kept ``ReplayRecord.answer`` per release, in order) in
+        place of this curator's own. A release with no answer of its shape gets its own,
+        and the first such is :attr:`unplayed`: the run asked for other releases."""
+        self._playback = [np.asarray(a) for a in answers]
+        self.unplayed = None
+
+    def _played(self, value: Any) -> Any:
         """The recorded answer of this release in a playback, else ``value``."""
         if self._playback is None:
             return value
         i = len(self.ledger.releases)
-        if i >= len(self._playback):
-            raise PlaybackMismatch(f"release {i} ({name!r}) was not made by the recorded run, "
-                                   f"which made {len(self._playback)}")
-        rec = self._playback[i]
-        if rec.size != int(np.prod(value.shape)):
-            raise PlaybackMismatch(f"release {i} ({name!r}) has shape {tuple(value.shape)}; "
-                                   f"the recorded run's had {rec.size // self.trials} values "
-                                   "per trial")
+        shape = tuple(value.shape)
+        if i >= len(self._playback) or self._playback[i].size != int(np.prod(shape)):
+            self.unplayed = i if self.unplayed is None else self.unplayed
+            return value
+        rec = self._playback[i].reshape(shape)
         if isinstance(value, np.ndarray):
-            return rec.reshape(value.shape).astype(value.dtype)
-        return self.backend.asarray(rec.reshape(tuple(value.shape)))
+            return rec.astype(value.dtype)
+        return self.backend.asarray(rec)
 
     def _to_backend(self) -> None:
         b = self.backend
@@ -645,7 +646,7 @@ class Curator:
             logits = np.where(np.isnan(u), -np.inf, u / scale)
         if np.any(np.all(logits == -np.inf, axis=1)):
             raise InputError(f"release {name!r}: a trial offers no option with a score")
-        idx = self._played(name, np.argmax(logits + self.rng.gumbel(size=u.shape), axis=1))
+        idx = self._played(np.argmax(logits + self.rng.gumbel(size=u.shape), axis=1))
         if self._keep_answers:
             observed["answer"] = idx.reshape(self.trials, 1).astype(float)
         self._record(name, "exponential", float(sensitivity), "linf", scale, batch,
@@ -706,7 +707,7 @@ class Curator:
             value = value + noise * b.laplace(self.rng, shape)
         if snapped and mechanism != "exact":
             value = snap(self.xp, value, noise)
-        value = self._played(name, value)
+        value = self._played(value)
         if self._keep_answers:
             observed["answer"] = b.to_numpy(value).reshape(self.trials, -1).copy()
         self._record(name, mechanism, None if sensitivity is None else float(sensitivity),
