@@ -202,6 +202,32 @@ def _gd_run(*, steps_counted: str = "all", bug: str = "none", noise_growth: bool
     return run
 
 
+def _logged_loss_run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> Any:
+    """Noisy GD that also returns its training loss, computed from the records its last
+    gradient query was handed and kept: data that reaches the output through no release."""
+    kept: list[Any] = []
+
+    def keeping(c: Curator, s: Setting, th: Any) -> Any:
+        grad = clipped_grad_sum(c, s.loss, th, float(p["clip"]))
+
+        def query(X: Any, y: Any, w: Any) -> Any:
+            kept[:] = [X, y]
+            return grad(X, y, w)
+
+        return query
+
+    T = int(p["T"])
+    theta = noisy_gradient_method(
+        cur, setting, p, (cur.full_batch() for _ in range(T)),
+        noise_multiplier=_gd_sigma(p, T), divisor=float(cur.n),
+        declared_sensitivity=l2_sensitivity_of_sum(float(p["clip"]), str(p["relation"])),
+        query=keeping)
+    X, y = kept
+    xp = cur.xp
+    loss = xp.mean(setting.loss.value(theta @ X.T, y, xp), axis=1)
+    return xp.concat([theta, loss[:, None]], axis=1)
+
+
 NOISY_GD = Algorithm(
     name="noisy_gd",
     source="baseline (Bassily, Smith, Thakurta 2014)",
@@ -268,6 +294,13 @@ NOISY_GD = Algorithm(
                        "(replayed mu 0.287 against 0.268, epsilon about 1.08 against 1): "
                        "the white-box replay resolves it, while a Clopper-Pearson bound "
                        "on x_T at 2e4 trials detects only epsilon above 2.44")}),
+        ),
+        "planted_logged_loss": Variant(
+            "planted_logged_loss", "planted", _logged_loss_run, _claim,
+            "Returns the training loss beside the model, from records a query kept",
+            # Not the white-box audit: it reads the releases alone, and they are sound.
+            findings=(Finding("the training loss reaches the output through no release",
+                              detected_by=("door", "sensitivity", "audit.blackbox")),),
         ),
         "planted_nan_passes": Variant(
             "planted_nan_passes", "planted", _gd_run(bug="nan_passes"), _claim,
