@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -380,3 +382,13 @@ def test_a_users_rate_function_that_fails_is_bad_input(tmp_path, capsys, body, s
     rc = main(["rates", f"{tmp_path / 'userrate.py'}:f", "--vary", "n=100,200,400,800",
                "--theory", "n=-1"])
     assert rc == 2 and says in capsys.readouterr().out
+
+
+def test_a_metric_an_algorithm_package_registers_is_found_in_a_fresh_process():
+    """A worker process of ``dpverify run --jobs`` may validate a check naming a package's
+    metric before anything loaded the package."""
+    code = ("from dpverify.checks.rates.metrics import get_metric; "
+            "print(get_metric('mia_auc_testset').__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[1])
+    assert out.stdout.strip() == "mia_auc_testset"

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dpverify.core.errors import InputError
-from dpverify.core.registry import Problem
+from dpverify.core.registry import Problem, all_algorithms
 
 MetricFn = Callable[[Problem, np.ndarray, Mapping[str, Any]], np.ndarray]
 METRICS: dict[str, MetricFn] = {}
@@ -58,6 +58,10 @@ def get_metric(name: str) -> MetricFn:
     True
     """
     key = _ALIASES.get(name, name)
+    if key not in METRICS:
+        # Algorithm packages register their own metrics when they load: a fresh worker
+        # process may meet a metric's name before anything asked for an algorithm.
+        all_algorithms()
     if key not in METRICS:
         raise InputError(f"unknown utility metric {name!r}; registered: {available_metrics()} "
                          f"(register one with dpverify.checks.rates.register_metric)")
