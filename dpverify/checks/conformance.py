@@ -370,9 +370,9 @@ class DoorCheck(CheckKind):
     unless the variant reads the records some other way: a query that keeps the records it
     is handed, a read of the curator's private fields, records kept from one run for the
     next (a run on D comes before the recording, and the second playback follows one on
-    the other records). What no release carries
-    is seen by no accountant and no audit, which read the data through the releases only.
-    Records kept once, before the check, and never read again are out of its reach.
+    the other records). What no release carries is seen by no accountant and no audit,
+    which read the data through the releases only. Records kept once, before the check,
+    and never read again are out of its reach.
     """
 
     name = "door"
