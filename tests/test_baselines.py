@@ -17,6 +17,8 @@ from dpverify.execution.trials import build_problem, run_target
 # uses too (calibrate_gaussian is cached), and 50 steps on 60 records are cheap.
 SMALL = {"noisy_gd": {"T": 3, "n": 60}, "dp_sgd": {"T": 50, "n": 60}}
 TARGETS = [f"{a}:{v}" for a in ("noisy_gd", "dp_sgd") for v in get_algorithm(a).variants]
+# Columns a variant returns beside the model: the training loss, for the planted leak.
+EXTRA_COLUMNS = {"noisy_gd:planted_logged_loss": 1}
 
 
 def _run(target: str, overrides=None, *, trials: int = 3, seed: int = 0, pair_spec=None):
@@ -33,10 +35,11 @@ def _run(target: str, overrides=None, *, trials: int = 3, seed: int = 0, pair_sp
 @pytest.mark.parametrize("target", TARGETS)
 def test_every_variant_runs_and_returns_finite_outputs(target):
     out, cur, p = _run(target)
-    assert out.shape == (3, p["d"])
+    assert out.shape == (3, p["d"] + EXTRA_COLUMNS.get(target, 0))
     assert np.all(np.isfinite(out))
     assert len(cur.ledger) == p["T"]
-    assert np.all(np.linalg.norm(out, axis=1) <= p["radius"] * (1 + 1e-12))  # projected
+    model = out[:, :p["d"]]
+    assert np.all(np.linalg.norm(model, axis=1) <= p["radius"] * (1 + 1e-12))  # projected
     claim = resolve(target).variant.claim(p)
     assert (claim.epsilon, claim.delta, claim.relation) == (p["epsilon"], p["delta"],
                                                            p["relation"])

@@ -139,7 +139,8 @@ def test_the_committed_1x_report_reads_strictly_into_the_typed_results(papers) -
         typed = get_kind(c["kind"]).Result.from_metrics(c["metrics"])  # no key undeclared
         kinds.add(c["kind"])
         assert typed.to_metrics().keys() <= c["metrics"].keys()
-    assert kinds == set(available_check_kinds())
+    # Every kind the report's schema knew; the door check came after it.
+    assert kinds == set(available_check_kinds()) - {"door"}
 
 
 def test_a_1x_report_renders_again(papers, tmp_path: Path) -> None:
