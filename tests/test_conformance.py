@@ -199,23 +199,27 @@ def test_the_door_check_sees_a_release_sequence_set_by_unreleased_records():
     assert "the sequence of releases changed" in outcome.message
 
 
-def test_a_playback_hands_out_the_recorded_answers_on_any_backend():
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_a_playback_hands_out_the_recorded_answers_on_any_backend(backend):
     from dpverify.core.curator import Curator
     from dpverify.core.data import Dataset
 
+    if backend == "torch":
+        pytest.importorskip("torch")
     D = Dataset(np.arange(6.0).reshape(3, 2), np.zeros(3))
     E = Dataset(np.zeros((3, 2)), np.zeros(3))
+    rec = Curator(D, trials=4, rng=3, keep_answers=True, backend=backend)
     q = lambda X, y, w: w @ X  # noqa: E731
-    rec = Curator(D, trials=4, rng=3, keep_answers=True)
     a = rec.laplace("l", q, sensitivity=1.0, scale=1.0)
-    s = rec.exponential("e", lambda X, y, w: w @ X, sensitivity=1.0, epsilon=1.0)
+    s = rec.exponential("e", q, sensitivity=1.0, epsilon=1.0)
     answers = [r.answer for r in rec.ledger.records]
-    play = Curator.playback(E, answers, trials=4, rng=3)
-    assert np.array_equal(play.laplace("l", q, sensitivity=1.0, scale=1.0), a)
+    play = Curator.playback(E, answers, trials=4, rng=3, backend=backend)
+    to_np = play.backend.to_numpy
+    assert np.array_equal(to_np(play.laplace("l", q, sensitivity=1.0, scale=1.0)), to_np(a))
     assert np.array_equal(play.exponential("e", q, sensitivity=1.0, epsilon=1.0), s)
     assert play.unplayed is None
     own = play.gaussian("g", q, sensitivity=1.0, noise_std=1.0)  # none recorded: its own
-    assert play.unplayed == 2 and np.array_equal(own, np.zeros((4, 2)) + own)
+    assert play.unplayed == 2 and to_np(own).shape == (4, 2)
 
 
 # pytest and an out-of-tree package --------------------------------------------------------
