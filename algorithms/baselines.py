@@ -14,10 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from algorithms.losses import LOSSES
 from algorithms.problems import clipped_grad_sum, make_glm_problem
 from dpverify.accounting.accountant import calibrate_gaussian
 from dpverify.core.claims import Finding, PrivacyClaim, UtilityClaim
 from dpverify.core.curator import Batch, Curator
+from dpverify.core.ranges import NONNEGATIVE, POSITIVE, RATE, one_of
 from dpverify.core.registry import Algorithm, Battery, CheckConfig, Problem, Setting, Variant
 
 
@@ -228,6 +230,10 @@ def _logged_loss_run(cur: Curator, setting: Setting, p: Mapping[str, Any]) -> An
     return xp.concat([theta, loss[:, None]], axis=1)
 
 
+#: The values the GLM baselines' parameters take (n, d, T, epsilon, delta: the conventions').
+GLM_RANGES = {"loss": one_of(*LOSSES), "lam": NONNEGATIVE, "radius": POSITIVE,
+              "eta": POSITIVE, "clip": POSITIVE}
+
 NOISY_GD = Algorithm(
     name="noisy_gd",
     source="baseline (Bassily, Smith, Thakurta 2014)",
@@ -238,6 +244,7 @@ NOISY_GD = Algorithm(
         "T": 50, "eta": 1.0, "clip": 1.0, "epsilon": 1.0, "delta": 1e-5,
         "relation": "add_remove",
     },
+    ranges=GLM_RANGES,
     variants={
         "sound": Variant(
             "sound", "sound", _gd_run(), _claim,
@@ -388,6 +395,7 @@ DP_SGD = Algorithm(
         "T": 100, "q": 0.05, "eta": 0.5, "clip": 1.0, "epsilon": 1.0, "delta": 1e-5,
         "relation": "add_remove",
     },
+    ranges={**GLM_RANGES, "q": RATE},
     variants={
         "sound": Variant(
             "sound", "sound", _sgd_run(), _claim,

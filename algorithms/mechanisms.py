@@ -42,6 +42,7 @@ from dpverify.accounting.accountant import calibrate_gaussian
 from dpverify.core.claims import Finding, PrivacyClaim
 from dpverify.core.curator import Curator
 from dpverify.core.data import Dataset, synthetic_classification
+from dpverify.core.ranges import COUNT, POSITIVE, Range
 from dpverify.core.registry import Algorithm, Battery, CheckConfig, Problem, Setting, Variant
 
 
@@ -164,6 +165,7 @@ GAUSSIAN = Algorithm(
     make_problem=make_sum_problem,
     defaults={"n": 20, "d": 1, "clip": 1.0, "epsilon": 1.0, "delta": 1e-5,
               "relation": "add_remove"},
+    ranges={"clip": POSITIVE},
     variants={
         "sound": Variant("sound", "sound", _gaussian_run(), _claim,
                          "sigma calibrated by PLD for one release of sensitivity clip"),
@@ -264,6 +266,7 @@ LAPLACE = Algorithm(
     make_problem=make_sum_problem,
     defaults={"n": 20, "d": 1, "clip": 1.0, "epsilon": 1.0, "delta": 1e-9,
               "relation": "add_remove", "grid_bits": 12},
+    ranges={"clip": POSITIVE, "grid_bits": Range(1, 52, integer=True)},
     variants={
         "sound": Variant("sound", "sound", _laplace_run(), _claim,
                          "Laplace noise of scale sensitivity / epsilon"),
@@ -337,6 +340,7 @@ HISTOGRAM = Algorithm(
     description="A histogram of one feature with Laplace noise on every count",
     make_problem=make_histogram_problem,
     defaults={"n": 50, "bins": 4, "epsilon": 1.0, "delta": 1e-9, "relation": "replace_one"},
+    ranges={"bins": COUNT},
     variants={
         "sound": Variant("sound", "sound", _histogram_run(), _claim,
                          "Scale 2/epsilon under replace-one (1/epsilon under add/remove)"),

@@ -260,8 +260,10 @@ def test_account_json(tmp_path):
     (["account", "noisy_gd:sound", "--delta=-1e-9"], "delta must be a number in [0, 1)"),
     (["account", "noisy_gd:robust"], "unknown variant 'robust'"),
     (["account", "noisy_sgd"], "unknown algorithm 'noisy_sgd'"),
-    (["account", "noisy_gd:sound", "--param", "epsilon=inf"], "epsilon must be a finite"),
-    (["account", "noisy_gd:sound", "--param", "epsilon=nan"], "epsilon must be a finite"),
+    (["account", "noisy_gd:sound", "--param", "epsilon=inf"],
+     "--param epsilon: parameter 'epsilon' of noisy_gd takes a number > 0, got inf"),
+    (["account", "noisy_gd:sound", "--param", "epsilon=nan"],
+     "--param epsilon: parameter 'epsilon' of noisy_gd takes a number > 0, got nan"),
     (["account", "noisy_gd:sound", "--param", "warp=1"], "unknown parameter 'warp'"),
     (["account", "noisy_gd:sound", "--param", "T"], "--param expects key=value"),
 ])
@@ -434,9 +436,10 @@ def test_a_negative_seed_is_refused_before_any_work(command, capsys):
 @pytest.mark.parametrize("command", ["run", "account", "audit", "mia", "sensitivity", "rates",
                                      "agree"])
 @pytest.mark.parametrize(("item", "words"), [
-    ("T=abc", "parameter 'T' of noisy_gd takes an integer, got 'abc'"),
-    ("T=2.5", "parameter 'T' of noisy_gd takes an integer, got 2.5"),
-    ("eta=fast", "parameter 'eta' of noisy_gd takes a number, got 'fast'"),
+    ("T=abc", "parameter 'T' of noisy_gd takes an integer >= 1, got 'abc'"),
+    ("T=2.5", "parameter 'T' of noisy_gd takes an integer >= 1, got 2.5"),
+    ("eta=fast", "parameter 'eta' of noisy_gd takes a number > 0, got 'fast'"),
+    ("T=-4", "parameter 'T' of noisy_gd takes an integer >= 1, got -4"),
 ])
 def test_a_param_of_the_wrong_kind_is_refused_before_any_work(command, item, words, tmp_path,
                                                               capsys):

@@ -307,7 +307,7 @@ BAD = {
         [check.params]
         n = 40
         T = "abc"
-        """, r"^T =", ["parameter 'T' of noisy_gd takes an integer", "'abc'"]),
+        """, r"^T =", ["parameter 'T' of noisy_gd takes an integer >= 1", "'abc'"]),
     "count_option_negative": ("""
         [[check]]
         id = "a"
@@ -367,20 +367,21 @@ def test_bad_suites_are_input_errors_naming_file_line_and_value(write_suite, cas
 
 def test_bad_input_found_only_when_a_check_runs_names_its_own_line(write_suite, tmp_path,
                                                                   capsys):
-    """T = -4 is refused by the accountant (as "steps"), after loading: the error still
-    points at the line of T, not at the check's id."""
+    """kappa = 1 is in its range, but not the power problem's (it needs kappa > 1): its
+    builder finds that after loading, and the error still points at the line of kappa,
+    not at the check's id."""
     path = write_suite("""
         [[check]]
         id = "a"
         kind = "account"
-        target = "noisy_gd:sound"
+        target = "adaptive_noisy_gd:sound"
         [check.params]
-        n = 40
-        T = -4
+        problem = "power"
+        kappa = 1.0
         """)
     assert cli_main(["run", str(path), "--report-dir", str(tmp_path / "r"), "--quiet"]) == 2
     out = capsys.readouterr().out
-    assert f"{path}:{_line(path, r'^T = -4')}: steps must be" in out, out
+    assert f"{path}:{_line(path, r'^kappa = ')}: the power problem needs kappa > 1" in out, out
 
 
 def test_duplicate_id_names_the_second_entry(write_suite):
@@ -574,12 +575,11 @@ def test_pytest_collects_suite_files(write_suite, tmp_path):
 def test_pytest_shows_bad_input_as_its_message_not_a_traceback(write_suite, tmp_path):
     write_suite("""
         [[check]]
-        id = "negative_steps"
+        id = "no_smoothness"
         kind = "account"
-        target = "noisy_gd:sound"
+        target = "adaptive_noisy_gd:sound"
         [check.params]
-        n = 30
-        T = -4
+        kappa = 3.0
         """, "runtime.toml")
     write_suite("""
         [[check]]
@@ -593,8 +593,8 @@ def test_pytest_shows_bad_input_as_its_message_not_a_traceback(write_suite, tmp_
     out = res.stdout + res.stderr
     assert res.returncode == 1, out
     assert "1 failed, 1 error" in out, out
-    assert "bad input: " in out and "got -4" in out, out
-    assert "load.toml:6: parameter 'T' of noisy_gd takes an integer, got 'many'" in out, out
+    assert "bad input: " in out and "'theorem8' has no smoothness constant" in out, out
+    assert "load.toml:6: parameter 'T' of noisy_gd takes an integer >= 1, got 'many'" in out, out
     assert "Traceback" not in out and "site-packages" not in out, out
     assert len(out.splitlines()) < 30, out
 

@@ -22,16 +22,19 @@ from __future__ import annotations
 
 from algorithms.paper000 import experiments as _experiments  # noqa: F401  (its metrics)
 from algorithms.paper000.battery import account, agree, blackbox, sensitivity, whitebox
-from algorithms.paper000.common import claim
-from algorithms.paper000.double_spider import PAPER_RULE, SOUND_RULE, double_spider
+from algorithms.paper000.common import OUTPUTS, claim
+from algorithms.paper000.divergences import DIVERGENCES
+from algorithms.paper000.double_spider import PAPER_RULE, SOUND_RULE, TABLES, double_spider
 from algorithms.paper000.dp_sgd import PAPER_RULE as SGD_PAPER_RULE
 from algorithms.paper000.dp_sgd import SOUND_RULE as SGD_SOUND_RULE
 from algorithms.paper000.dp_sgd import dp_sgd_dual
+from algorithms.paper000.experiments import DATASETS
 from algorithms.paper000.problems import make_compositional_problem, make_dual_problem
 from algorithms.paper000.recursive_spider import PAPER_RULE as RS_PAPER_RULE
 from algorithms.paper000.recursive_spider import SOUND_RULE as RS_SOUND_RULE
 from algorithms.paper000.recursive_spider import recursive_spider
 from dpverify.core.claims import Finding, UtilityClaim
+from dpverify.core.ranges import COUNT, NONNEGATIVE, OPEN_UNIT, POSITIVE, one_of
 from dpverify.core.registry import Algorithm, Battery, CheckConfig, Variant
 
 __all__ = ["ALGORITHMS", "DP_DOUBLE_SPIDER", "DP_RECURSIVE_SPIDER", "DP_SGD_DRO",
@@ -153,6 +156,13 @@ _DUAL_DEFAULTS = {
     "epsilon": 1.0, "delta": 1e-3,
     "c_noise": None, "eta0": 0.0, "output": "random",
 }
+_DATASET_RANGES = {"dataset": one_of(*DATASETS), "output": one_of(*OUTPUTS),
+                   "minority": OPEN_UNIT}
+_DUAL_RANGES = {
+    **_DATASET_RANGES, "divergence": one_of(*DIVERGENCES), "table": one_of(*TABLES),
+    "alpha": POSITIVE, "k": POSITIVE, "dro_lambda": POSITIVE,
+    "S0": POSITIVE, "weight_bound": POSITIVE, "c_noise": NONNEGATIVE, "eta0": NONNEGATIVE,
+}
 
 _DS_AUDIT = {"batch": 100, "clip_eta": 0.01, "clip_x": 0.01}
 
@@ -164,6 +174,8 @@ DP_DOUBLE_SPIDER = Algorithm(
     make_problem=make_dual_problem,
     defaults={**_DUAL_DEFAULTS, "q": None, "epochs": 3, "T_per_n": None, "batch": None,
               "clip_eta": None, "clip_x": None},
+    ranges={**_DUAL_RANGES, "q": COUNT, "epochs": COUNT, "T_per_n": POSITIVE,
+              "batch": COUNT, "clip_eta": POSITIVE, "clip_x": POSITIVE},
     variants={
         "sound": Variant(
             "sound", "sound", double_spider(SOUND_RULE), claim,
@@ -290,6 +302,12 @@ DP_RECURSIVE_SPIDER = Algorithm(
         "clip_v": 1.0, "clip_u": 3.0, "clip_s": 3.0, "clip_dv": None, "clip_du": None,
         "s_batch": None, "c_noise": None, "output": "random",
     },
+    ranges={
+        **_DATASET_RANGES, "schedule": one_of("given", "theorem8"), "rho": POSITIVE,
+        "lam0": POSITIVE, "lam_init": POSITIVE, "q": COUNT, "b2": COUNT, "lr": POSITIVE,
+        "beta": POSITIVE, "clip_v": POSITIVE, "clip_u": POSITIVE, "clip_s": POSITIVE,
+        "clip_dv": POSITIVE, "clip_du": POSITIVE, "s_batch": COUNT, "c_noise": NONNEGATIVE,
+    },
     variants={
         "sound": Variant(
             "sound", "sound", recursive_spider(RS_SOUND_RULE), claim,
@@ -366,6 +384,7 @@ DP_SGD_DRO = Algorithm(
     description="DP-SGD on (x, eta) of the psi-divergence DRO dual, the paper's baseline",
     make_problem=make_dual_problem,
     defaults={**_DUAL_DEFAULTS, "T": 100, "batch": 25, "clip": 1.0, "lr": 0.5},
+    ranges={**_DUAL_RANGES, "batch": COUNT, "clip": POSITIVE, "lr": POSITIVE},
     variants={
         "sound": Variant(
             "sound", "sound", dp_sgd_dual(SGD_SOUND_RULE), claim,

@@ -397,6 +397,10 @@ def glm_terms(cur: Curator, setting: Any, W: Any, X: Any, y: Any) -> tuple[Any, 
 
 # Output ------------------------------------------------------------------------------
 
+#: What a run returns: the iterate of a uniformly random step, or the last.
+OUTPUTS = ("random", "last")
+
+
 class RandomIterate:
     """The returned iterate x_tau, tau ~ Uniform{1..T}, kept on the fly for every trial.
 
@@ -416,8 +420,8 @@ class RandomIterate:
     """
 
     def __init__(self, cur: Curator, T: int, first: Any, mode: str = "random") -> None:
-        if mode not in ("random", "last"):
-            raise InputError(f"output must be 'random' or 'last', got {mode!r}")
+        if mode not in OUTPUTS:
+            raise InputError(f"output must be one of {OUTPUTS}, got {mode!r}")
         self.cur, self.mode = cur, mode
         self.tau = (np.asarray(cur.rng.integers(1, T + 1, size=cur.trials))
                     if mode == "random" else None)

@@ -56,6 +56,9 @@ from dpverify.core.curator import Curator
 from dpverify.core.errors import InputError
 from dpverify.core.registry import Setting
 
+# Table 1 as printed, or corrected (notes 000).
+TABLES = ("printed", "corrected")
+
 
 def divergence_of(p: Mapping[str, Any]) -> Any:
     """The run's divergence: Table 1 as printed (``table="printed"``) or corrected.
@@ -66,8 +69,8 @@ def divergence_of(p: Mapping[str, Any]) -> Any:
     True
     """
     table = str(p.get("table", "corrected"))
-    if table not in ("printed", "corrected"):
-        raise InputError(f"table must be 'printed' or 'corrected', got {table!r}")
+    if table not in TABLES:
+        raise InputError(f"table must be one of {TABLES}, got {table!r}")
     return get_divergence(str(p["divergence"]), printed=table == "printed",
                           alpha=float(p.get("alpha", 0.5)), k=float(p.get("k", 2.0)))
 

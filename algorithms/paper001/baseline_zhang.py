@@ -49,7 +49,7 @@ from algorithms.paper001 import battery as bt
 from algorithms.paper001 import settings as st
 from algorithms.paper001.o2nc import o2nc
 from algorithms.paper001.problems import make_problem
-from algorithms.paper001.single_pass import _DEFAULTS, SinglePassOracle
+from algorithms.paper001.single_pass import _DEFAULTS, O2NC_RANGES, SinglePassOracle
 from dpverify.core.claims import UtilityClaim
 from dpverify.core.curator import Curator
 from dpverify.core.registry import Algorithm, Setting, Variant
@@ -139,6 +139,9 @@ ZHANG_UTILITY = UtilityClaim(
     source="Zhang, Tran, Cutkosky 2024 (arXiv 2406.19579), as restated in paper 001 eq. (1)",
 )
 
+# The single-pass parameters this baseline sets itself.
+_OWN_SCHEDULE = ("T", "D", "B1", "B2", "M", "m", "m_max", "eta", "gamma")
+
 ZHANG_ZO = Algorithm(
     name="ztc_zo",
     source=SOURCE,
@@ -147,8 +150,8 @@ ZHANG_ZO = Algorithm(
                 "reconstructed)",
     make_problem=make_problem,
     # m = d, and the schedule is its own: only Sigma may be pinned
-    defaults={k: v for k, v in _DEFAULTS.items()
-              if k not in ("T", "D", "B1", "B2", "M", "m", "m_max", "eta", "gamma")},
+    defaults={k: v for k, v in _DEFAULTS.items() if k not in _OWN_SCHEDULE},
+    ranges={k: v for k, v in O2NC_RANGES.items() if k not in _OWN_SCHEDULE},
     variants={
         "sound": Variant(
             "sound", "sound", run, st.claim,

@@ -30,9 +30,10 @@ from algorithms.paper001 import settings as st
 from algorithms.paper001.estimators import EstimatorSpec, draw_directions, record_query
 from algorithms.paper001.o2nc import o2nc
 from algorithms.paper001.problems import make_problem
-from algorithms.paper001.single_pass import _PERIOD_START
+from algorithms.paper001.single_pass import _PERIOD_START, O2NC_RANGES
 from dpverify.core.claims import Finding, UtilityClaim
 from dpverify.core.curator import Curator
+from dpverify.core.ranges import POSITIVE, Range, one_of
 from dpverify.core.registry import Algorithm, RunFn, Setting, Variant
 
 
@@ -183,6 +184,9 @@ O2NC_ERM = Algorithm(
         "m_max": None, "eta": None, "gamma": 0.01, "stationarity_of": "empirical",
         "goldstein_radius": None,
     },
+    ranges={**{k: v for k, v in O2NC_RANGES.items() if k not in ("B1", "B2")},
+            "beta": Range(0, low_open=True, words=("balanced",)), "noise_constant": POSITIVE,
+            "d_rule": one_of(*st.D_RULES)},
     variants={
         "paper": Variant(
             "paper", "paper", _run(sound=False), st.claim,

@@ -35,6 +35,8 @@ from dpverify.core.errors import InputError
 from dpverify.core.registry import Problem
 
 PROBLEMS = ("amplitude", "capped", "relu", "dc", "absolute")
+#: Every name ``make_problem`` takes: those and Prop. 5.1's counterexample.
+PROBLEM_NAMES = (*PROBLEMS, "triangle")
 
 
 def _np_xp() -> Any:
@@ -246,7 +248,7 @@ def make_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Problem
 
         return make_triangle_problem(params, rng)
     if kind not in PROBLEMS:
-        raise InputError(f"unknown problem {kind!r}; known: {(*PROBLEMS, 'triangle')}")
+        raise InputError(f"unknown problem {kind!r}; known: {PROBLEM_NAMES}")
     n, d = int(params["n"]), int(params["d"])
     noise = float(params.get("label_noise", 0.05))
     n_pop = int(params.get("n_population", 1000))

@@ -25,6 +25,8 @@ SOURCE = ("Kornowski, Liu, Talwar, Improved sample complexity for private nonsmo
           "nonconvex optimization (paper 001)")
 # "differ in only one data point" with n fixed (line 139): replace-one neighbours.
 RELATION = "replace_one"
+# Theorem 4.1's D = alpha^2 beta^2 / L^2 as printed, or the dimensionally consistent one.
+D_RULES = ("paper", "consistent")
 
 
 def claim(p: Mapping[str, Any]) -> PrivacyClaim:
@@ -313,7 +315,7 @@ def multi_pass_schedule(p: Mapping[str, Any], L: float, Phi: float, n: int,
     elif rule == "consistent":
         D, T = alpha * beta**2 / L**2, Phi * L**2 / (alpha * beta**3)
     else:
-        raise InputError(f"d_rule must be 'paper' or 'consistent', got {rule!r}")
+        raise InputError(f"d_rule must be one of {D_RULES}, got {rule!r}")
     D = float(p["D"]) if _opt(p, "D") is not None else D
     T = int(p["T"]) if _opt(p, "T") is not None else _int(T)
     Sigma = int(p["Sigma"]) if _opt(p, "Sigma") is not None else _int(alpha / (D * math.sqrt(d)))

@@ -39,9 +39,10 @@ from algorithms.paper001 import battery as bt
 from algorithms.paper001 import settings as st
 from algorithms.paper001.estimators import EstimatorSpec, draw_directions, record_query
 from algorithms.paper001.o2nc import o2nc
-from algorithms.paper001.problems import make_problem
+from algorithms.paper001.problems import PROBLEM_NAMES, make_problem
 from dpverify.core.claims import Finding, UtilityClaim
 from dpverify.core.curator import Curator
+from dpverify.core.ranges import COUNT, NONNEGATIVE, POSITIVE, Range, one_of
 from dpverify.core.registry import Algorithm, RunFn, Setting, Variant
 from dpverify.mechanisms.tree import TreeAggregator
 
@@ -263,6 +264,14 @@ _DEFAULTS = {
     "m": None, "m_max": None, "eta": None, "gamma": 0.01,
     "stationarity_of": "population", "goldstein_radius": None,
 }
+O2NC_RANGES = {
+    "problem": one_of(*PROBLEM_NAMES),
+    "stationarity_of": one_of("empirical", "population"),
+    "label_noise": Range(0, 1), "n_population": COUNT, "x0_norm": NONNEGATIVE,
+    "alpha": POSITIVE, "D": POSITIVE, "Sigma": COUNT, "B1": COUNT, "B2": COUNT, "M": COUNT,
+    "m": COUNT, "m_max": COUNT, "eta": POSITIVE, "gamma": POSITIVE,
+    "goldstein_radius": POSITIVE,
+}
 
 
 def _algorithm(name: str, zero_order: bool) -> Algorithm:
@@ -277,6 +286,7 @@ def _algorithm(name: str, zero_order: bool) -> Algorithm:
         description=f"Single-pass {kind} O2NC with variance reduction and the tree mechanism",
         make_problem=make_problem,
         defaults=dict(_DEFAULTS),
+        ranges=dict(O2NC_RANGES),
         variants={
             "paper": Variant(
                 "paper", "paper", _run(zero_order=zero_order, sound=False), st.claim,

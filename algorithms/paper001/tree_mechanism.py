@@ -33,10 +33,11 @@ import numpy as np
 
 from algorithms.paper001 import battery as bt
 from algorithms.paper001 import settings as st
-from algorithms.paper001.problems import make_problem
+from algorithms.paper001.problems import PROBLEM_NAMES, make_problem
 from dpverify.accounting.accountant import calibrate_gaussian
 from dpverify.core.claims import Finding
 from dpverify.core.curator import Curator
+from dpverify.core.ranges import COUNT, POSITIVE, one_of
 from dpverify.core.registry import Algorithm, RunFn, Setting, Variant
 from dpverify.mechanisms.tree import TreeAggregator, tree_levels
 
@@ -120,6 +121,8 @@ TREE = Algorithm(
     make_problem=make_problem,
     defaults={"problem": "amplitude", "n": 64, "d": 2, "Sigma": 16, "B": None, "clip": 1.0,
               "epsilon": 1.0, "delta": 1e-5, "n_population": 10},
+    ranges={"problem": one_of(*PROBLEM_NAMES), "Sigma": COUNT, "B": COUNT,
+            "clip": POSITIVE, "n_population": COUNT},
     variants={
         "sound": Variant(
             "sound", "sound", _run("levels"), st.claim,

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from algorithms.losses import LOSSES
 from algorithms.paper002 import calibration as cal
 from algorithms.paper002.battery import NULL, universe
 from algorithms.paper002.common import SOURCE, claim, clip_of, lipschitz, zeros
@@ -31,6 +32,7 @@ from algorithms.problems import clipped_grad_sum
 from dpverify.accounting.accountant import calibrate_gaussian
 from dpverify.core.claims import Finding, UtilityClaim
 from dpverify.core.curator import Curator
+from dpverify.core.ranges import POSITIVE, one_of
 from dpverify.core.registry import Algorithm, Battery, CheckConfig, RunFn, Setting, Variant
 
 
@@ -153,6 +155,7 @@ DP_ACCMD = Algorithm(
         "n": 100, "d": 200, "loss": "logistic", "radius_l1": 5.0,
         "epsilon": 1.0, "delta": 1e-3, "T": None, "clip": None,
     },
+    ranges={"loss": one_of(*LOSSES), "radius_l1": POSITIVE, "clip": POSITIVE},
     variants={
         "paper": Variant(
             "paper", "paper", _run(sound=False), claim,

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from algorithms.losses import LOSSES
 from algorithms.paper002 import calibration as cal
 from algorithms.paper002.battery import (
     CANARY,
@@ -35,7 +36,11 @@ from dpverify.accounting.accountant import calibrate_gaussian
 from dpverify.core.claims import Finding, UtilityClaim
 from dpverify.core.curator import Curator
 from dpverify.core.errors import InputError
+from dpverify.core.ranges import COUNT, NONNEGATIVE, POSITIVE, one_of
 from dpverify.core.registry import Algorithm, Battery, CheckConfig, RunFn, Setting, Variant
+
+# The theorem a schedule follows: PL (Theorem 3.1) or nonconvex (Theorem 3.2).
+SETTINGS = ("pl", "nonconvex")
 
 
 def gd_schedule(p: Mapping[str, Any], setting: Setting, n: int, d: int) -> tuple[float, int]:
@@ -48,8 +53,8 @@ def gd_schedule(p: Mapping[str, Any], setting: Setting, n: int, d: int) -> tuple
     >>> gd_schedule(params, make_problem(params, np.random.default_rng(0)).setting(), 200, 5)
     (0.8, 9)
     """
-    if p["setting"] not in ("pl", "nonconvex"):
-        raise InputError(f"setting must be 'pl' or 'nonconvex', got {p['setting']!r}")
+    if p["setting"] not in SETTINGS:
+        raise InputError(f"setting must be one of {SETTINGS}, got {p['setting']!r}")
     if p.get("eta") is not None and p.get("T") is not None:
         return float(p["eta"]), int(p["T"])  # nothing left to the theorem
     G = lipschitz(setting)
@@ -174,6 +179,8 @@ DP_GD = Algorithm(
         "n": 200, "d": 5, "loss": "logistic", "lam": 1.0, "setting": "pl",
         "epsilon": 1.0, "delta": 1e-3, "eta": None, "T": None, "clip": None,
     },
+    ranges={"loss": one_of(*LOSSES), "setting": one_of(*SETTINGS), "lam": NONNEGATIVE,
+            "eta": POSITIVE, "clip": POSITIVE},
     variants={
         "paper": Variant(
             "paper", "paper", _gd_run(sound=False), claim,
@@ -255,6 +262,8 @@ DP_SGD = Algorithm(
         "batch": 10, "T": 100, "eta": 0.5,
         "epsilon": 1.0, "delta": 1e-3, "clip": None,
     },
+    ranges={"loss": one_of(*LOSSES), "lam": NONNEGATIVE, "lam1": NONNEGATIVE, "batch": COUNT,
+            "eta": POSITIVE, "clip": POSITIVE},
     variants={
         "paper": Variant(
             "paper", "paper", _sgd_run(sound=False), claim,

@@ -27,6 +27,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from algorithms.losses import LOSSES
 from algorithms.paper002 import calibration as cal
 from algorithms.paper002.battery import (
     CANARY,
@@ -50,6 +51,7 @@ from algorithms.paper002.problems import Regularizer, make_problem
 from algorithms.problems import clipped_grad_sum
 from dpverify.core.claims import Finding, UtilityClaim
 from dpverify.core.curator import Curator
+from dpverify.core.ranges import COUNT, NONNEGATIVE, OPEN_UNIT, POSITIVE, one_of
 from dpverify.core.registry import Algorithm, Battery, CheckConfig, RunFn, Setting, Variant
 
 
@@ -151,6 +153,10 @@ _DEFAULTS = {
     "epsilon": 1.0, "delta": 1e-3,  # delta of App. A, line 400
     "eta": None, "m": None, "T": None,  # None: the theorem's choice
     "clip": None, "snapshot_share": 0.5,
+}
+SVRG_RANGES = {
+    "loss": one_of(*LOSSES), "lam": NONNEGATIVE, "lam1": NONNEGATIVE, "eta": POSITIVE, "m": COUNT,
+    "clip": POSITIVE, "snapshot_share": OPEN_UNIT,
 }
 
 
@@ -265,6 +271,7 @@ DP_SVRG = Algorithm(
                 "for strongly convex F^r with a nonsmooth regularizer",
     make_problem=make_problem,
     defaults=_DEFAULTS,
+    ranges=SVRG_RANGES,
     variants={
         "paper": Variant(
             "paper", "paper", _svrg_run(plus=False, sound=False), claim,
@@ -311,6 +318,7 @@ DP_SVRG_PP = Algorithm(
     make_problem=make_problem,
     # l1-regularized logistic: convex, not strongly; m = 10 as in Fig. 2 (line 405)
     defaults={**_DEFAULTS, "n": 100, "lam": 0.0, "m": 10},
+    ranges=SVRG_RANGES,
     variants={
         "paper": Variant(
             "paper", "paper", _svrg_run(plus=True, sound=False), claim,

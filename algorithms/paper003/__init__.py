@@ -35,11 +35,19 @@ from algorithms.paper003.common import (
     ZHANG2025,
     claim,
 )
-from algorithms.paper003.problems import PROBLEM_DEFAULTS, empirical_F0, make_minimax_problem
+from algorithms.paper003.problems import (
+    PROBLEM_DEFAULTS,
+    PROBLEM_RANGES,
+    empirical_F0,
+    make_minimax_problem,
+)
 from algorithms.paper003.register import REGISTER
 from algorithms.paper003.rgda import (
+    NOISES,
     PAPER_ERM_POLICY,
     PAPER_POLICY,
+    SAMPLINGS,
+    SCHEDULES,
     SOUND_POLICY,
     dp_rgda,
 )
@@ -50,6 +58,7 @@ from algorithms.paper003.spider import eta_defaults, spider
 from dpverify.checks.rates import register_metric
 from dpverify.checks.rates.sosp import METRICS as SOSP_METRICS
 from dpverify.core.claims import Finding
+from dpverify.core.ranges import COUNT, COUNT0, NONNEGATIVE, OPEN_UNIT, POSITIVE, one_of
 from dpverify.core.registry import Algorithm, Battery, CheckConfig, Variant
 
 __all__ = ["ALGORITHMS", "BASELINES", "DP_RGDA", "DP_SGDA", "REGISTER"]
@@ -353,6 +362,16 @@ RGDA_DEFAULTS = {
     # for the escape demonstration (notes C-U4)
     "certificate": False, "exact_gradients": False,
 }
+RGDA_RANGES = {
+    **PROBLEM_RANGES, "schedule": one_of(*SCHEDULES), "sampling": one_of(*SAMPLINGS),
+    "noise": one_of(*NOISES), "T_max": COUNT,
+    "c_alpha": POSITIVE, "q": COUNT, "K": COUNT, "S1": COUNT, "S2": COUNT, "alpha": POSITIVE,
+    "entry": NONNEGATIVE, "eta": NONNEGATIVE, "eta_H": POSITIVE, "r": NONNEGATIVE, "t_thres": COUNT,
+    "D_bar": NONNEGATIVE, "delta1": OPEN_UNIT, "delta2": OPEN_UNIT, "lam": POSITIVE,
+    "clip": POSITIVE, "Lclip": POSITIVE, "inc_clip": POSITIVE, "warm_start": COUNT0,
+    "pass_offset": COUNT0, "c1": NONNEGATIVE, "c2": NONNEGATIVE, "c_noise": NONNEGATIVE,
+    "C_u": POSITIVE,
+}
 
 DP_RGDA = Algorithm(
     name="dp_rgda",
@@ -360,6 +379,7 @@ DP_RGDA = Algorithm(
     description="DP RGDA: SPIDER gradient descent ascent with a perturb-and-monitor escape",
     make_problem=make_minimax_problem,
     defaults=RGDA_DEFAULTS,
+    ranges=RGDA_RANGES,
     variants={
         "sound": Variant(
             "sound", "sound", dp_rgda(SOUND_POLICY), claim,
@@ -426,6 +446,8 @@ SGDA_DEFAULTS = {
     "epsilon": 1.0, "delta": 1e-5, "relation": "replace_one",
     "T": 60, "B": 40, "clip": 2.0, "eta_x": 0.1, "eta_y": 0.5,
 }
+SGDA_RANGES = {**PROBLEM_RANGES, "B": COUNT, "clip": POSITIVE, "eta_x": NONNEGATIVE,
+               "eta_y": NONNEGATIVE}
 
 DP_SGDA = Algorithm(
     name="dp_sgda",
@@ -433,6 +455,7 @@ DP_SGDA = Algorithm(
     description="Single-loop DP stochastic gradient descent ascent with projection onto Y",
     make_problem=make_minimax_problem,
     defaults=SGDA_DEFAULTS,
+    ranges=SGDA_RANGES,
     variants={
         "sound": Variant(
             "sound", "sound", dp_sgda(SGDA_SOUND_RULE), claim,
@@ -462,6 +485,10 @@ SPIDER_DEFAULTS = {
     "T": 400, "q": 10, "S1": 200, "S2": 50, "clip": 1.0, "Lclip": 1.0, "inc_clip": None,
     # noise-free queries through cur.exact (epsilon = inf): unit tests of the recursions
     "exact_gradients": False,
+}
+SPIDER_RANGES = {
+    **PROBLEM_RANGES, "q": COUNT, "S1": COUNT, "S2": COUNT, "clip": POSITIVE,
+    "Lclip": POSITIVE, "inc_clip": POSITIVE, "eta_x": NONNEGATIVE, "eta_y": NONNEGATIVE,
 }
 
 #: Small sizes for the battery; full batches and a clip the outlier reaches give the
@@ -499,6 +526,7 @@ def _baseline(name: str, source: str, description: str, utility) -> Algorithm:
         name=name, source=f"paper 003, Table 2 baseline: {source}", description=description,
         make_problem=make_minimax_problem,
         defaults={**SPIDER_DEFAULTS, **eta_defaults(name)},
+        ranges=SPIDER_RANGES,
         variants={"sound": Variant(
             "sound", "sound", spider(name), claim,
             "per-sample clipping of gradients at clip and of differences at "

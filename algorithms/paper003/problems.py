@@ -34,6 +34,7 @@ import numpy as np
 from dpverify.checks.rates.sosp import phi_at, phi_grad
 from dpverify.core.data import Dataset
 from dpverify.core.errors import InputError
+from dpverify.core.ranges import ANY, COUNT, COUNT0, NONNEGATIVE, POSITIVE, one_of
 from dpverify.core.registry import Problem, Setting
 
 # Per-sample models (Array API) ------------------------------------------------------------
@@ -600,6 +601,8 @@ def empirical_F0(setting: Setting, data: Dataset, params: Mapping[str, Any]) -> 
 
 
 PROBLEMS = {"cosine": _cosine_problem, "matrix_sensing": _matrix_sensing_problem}
+#: Phi_S of the records (Theorem 1) or the population Phi (Theorem 2).
+PHIS = ("empirical", "population")
 
 #: Parameters of both families, the defaults of every algorithm of paper 003.
 PROBLEM_DEFAULTS: dict[str, Any] = {
@@ -610,6 +613,14 @@ PROBLEM_DEFAULTS: dict[str, Any] = {
     # matrix sensing (Section 5.1: p = q = 20, r = 3, n = 400, noise 0.01, init 0.1)
     "ms_p": 6, "ms_q": 6, "ms_rank": 2, "ms_noise": 0.01, "ms_truth_scale": 1.0,
     "ms_init_scale": 0.1, "ms_init_seed": 0, "ms_y_radius": None,
+}
+#: The values they take.
+PROBLEM_RANGES = {
+    "problem": one_of(*PROBLEMS), "phi": one_of(*PHIS), "a": POSITIVE,
+    "mu": POSITIVE, "beta": ANY, "s_A": NONNEGATIVE, "s_b": NONNEGATIVE, "y_radius": POSITIVE,
+    "x_box": POSITIVE, "ms_p": COUNT, "ms_q": COUNT, "ms_rank": COUNT, "ms_noise": NONNEGATIVE,
+    "ms_truth_scale": POSITIVE, "ms_init_scale": NONNEGATIVE, "ms_init_seed": COUNT0,
+    "ms_y_radius": POSITIVE,
 }
 
 

@@ -61,6 +61,13 @@ from dpverify.core.curator import Curator
 from dpverify.core.errors import InputError
 from dpverify.core.registry import Setting
 
+# The names its rules take: "given" schedules, or Theorem 1's / 2's ("auto": by phi);
+# batches from the pool of n records or fresh disjoint blocks; Lemma 8's or Algorithm 3's
+# printed noise.
+SCHEDULES = ("given", "auto", "theorem1", "population")
+SAMPLINGS = ("pool", "single_pass")
+NOISES = ("proof", "alg3")
+
 # Parameters ------------------------------------------------------------------------------
 
 
@@ -85,8 +92,7 @@ def resolved(p: Mapping[str, Any], s: MinimaxSetting, n: int) -> dict[str, Any]:
     d = max(s.d1, s.d2)
     fn = {"theorem1": theorem1_schedule, "population": population_schedule}.get(sched)
     if fn is None:
-        raise InputError(f"schedule must be 'given', 'auto', 'theorem1' or 'population', "
-                         f"got {sched!r}")
+        raise InputError(f"schedule must be one of {SCHEDULES}, got {sched!r}")
     q.update(fn(n, d, float(q["epsilon"]), float(q["delta"]), s,
                 c_alpha=float(q.get("c_alpha", 1.0))))
     q["T"] = min(int(q["T"]), int(q["T_max"]))  # the theorem's T can be far beyond a run
@@ -225,8 +231,8 @@ class SoundPlan:
 def single_pass(p: Mapping[str, Any]) -> bool:
     """Whether the run draws fresh disjoint batches (``sampling = "single_pass"``)."""
     mode = str(p.get("sampling", "pool"))
-    if mode not in ("pool", "single_pass"):
-        raise InputError(f"sampling must be 'pool' or 'single_pass', got {mode!r}")
+    if mode not in SAMPLINGS:
+        raise InputError(f"sampling must be one of {SAMPLINGS}, got {mode!r}")
     return mode == "single_pass"
 
 
@@ -516,7 +522,7 @@ def paper_noise(p: Mapping[str, Any], s: MinimaxSetting, n: int, esc: EscapeSche
             inc_std=C_u * lg / eps * max(1.0 / S2, math.sqrt(T) / n),
             inc_scaled=False, C_u=C_u,
         )
-    raise InputError(f"paper noise must be 'proof' or 'alg3', got {p['noise']!r}")
+    raise InputError(f"paper noise must be one of {NOISES}, got {p['noise']!r}")
 
 
 def _paper_batches(cur: Curator, p: Mapping[str, Any]) -> tuple[Any, Any]:

@@ -38,10 +38,17 @@ from algorithms.paper004.battery import (
     sensitivity,
     whitebox,
 )
-from algorithms.paper004.common import PAPER, PROBLEM_DEFAULTS, rate_claim, zcdp_claim
+from algorithms.paper004.common import (
+    PAPER,
+    PROBLEM_DEFAULTS,
+    PROBLEM_RANGES,
+    rate_claim,
+    zcdp_claim,
+)
 from algorithms.paper004.prox import make_regularized_problem, noisy_gd, prox_point
 from algorithms.paper004.spider import kl_spider
 from dpverify.core.claims import Finding, PrivacyClaim, UtilityClaim
+from dpverify.core.ranges import COUNT, POSITIVE
 from dpverify.core.registry import Algorithm, Battery, CheckConfig, Variant
 
 __all__ = ["ALGORITHMS", "KL_SPIDER", "PROX_POINT", "ADAPTIVE_NOISY_GD", "ADAPTIVE_NOISY_GD_SELECT",
@@ -143,6 +150,7 @@ KL_SPIDER = Algorithm(
     description="KL Spider: variance-reduced normalised GD with a data-independent schedule",
     make_problem=make_kl_problem,
     defaults={**PROBLEM_DEFAULTS, "c_floor": 1.0, "c_K": 64.0},
+    ranges={**PROBLEM_RANGES, "c_floor": POSITIVE, "c_K": POSITIVE},
     variants={
         "sound": Variant(
             "sound", "sound", kl_spider(sound=True), zcdp_claim,
@@ -245,6 +253,7 @@ PROX_POINT = Algorithm(
     description="Private proximal point method for kappa >= 2, weakly convex losses",
     make_problem=make_kl_problem,
     defaults={**PROBLEM_DEFAULTS, "L1_tilde": 0.5, "T_in_max": 10},
+    ranges={**PROBLEM_RANGES, "L1_tilde": POSITIVE, "T_in_max": COUNT},
     variants={
         "sound": Variant(
             "sound", "sound", prox_point(sound=True), zcdp_claim,
@@ -329,6 +338,7 @@ ADAPTIVE_NOISY_GD = Algorithm(
     description="Noisy GD with noise proportional to a noisy gradient norm, under a filter",
     make_problem=make_kl_problem,
     defaults=dict(PROBLEM_DEFAULTS),
+    ranges=PROBLEM_RANGES,
     variants={
         "sound": Variant(
             "sound", "sound", adaptive_noisy_gd(sound=True), zcdp_claim,
@@ -420,6 +430,7 @@ ADAPTIVE_NOISY_GD_SELECT = Algorithm(
                 "on its exact gradient norms",
     make_problem=make_kl_problem,
     defaults=dict(PROBLEM_DEFAULTS),
+    ranges=PROBLEM_RANGES,
     variants={
         "sound": Variant(
             "sound", "sound", adaptive_noisy_gd_select(sound=True), zcdp_claim_2rho,
@@ -464,6 +475,7 @@ NOISY_GD_004 = Algorithm(
     description="Projected noisy GD with step 1/(L1~ t) on F + L1~ ||w - w0||^2",
     make_problem=make_regularized_problem,
     defaults={**PROBLEM_DEFAULTS, "L1_tilde": 0.5, "T_in_max": 200},
+    ranges={**PROBLEM_RANGES, "L1_tilde": POSITIVE, "T_in_max": COUNT},
     variants={
         "sound": Variant(
             "sound", "sound", noisy_gd(sound=True), zcdp_claim,

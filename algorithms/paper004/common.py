@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 
 from algorithms.baselines import l2_sensitivity_of_sum
-from algorithms.kl_problems import finite_records
+from algorithms.kl_problems import PROBLEM_KINDS, TAILS, finite_records
 from dpverify.core.claims import PrivacyClaim, UtilityClaim
 from dpverify.core.curator import Curator
 from dpverify.core.errors import InputError
+from dpverify.core.ranges import NONNEGATIVE, OPEN_UNIT, POSITIVE, SIGN, Range, one_of
 from dpverify.core.registry import Setting
 
 PAPER = "paper 004 (Menart, Ullah, Arora, Bassily, Guzman: DP non-convex optimization under KL)"
@@ -31,6 +32,13 @@ PROBLEM_DEFAULTS: dict[str, Any] = {
     "lb_epsilon": math.log(2.0),
     "lb_side": 1,
     "rho": 1.0, "beta": 0.1, "relation": "replace_one",
+}
+PROBLEM_RANGES = {
+    "problem": one_of(*PROBLEM_KINDS), "tail": one_of(*TAILS),
+    # kappa >= 1 (the KL exponent; the Huber problem's is 1); n >= 2 (a pair differs in one)
+    "kappa": Range(1), "n": Range(2, integer=True), "a": POSITIVE, "spread": NONNEGATIVE,
+    "radius": POSITIVE, "huber_delta": POSITIVE, "w0_distance": NONNEGATIVE,
+    "lb_epsilon": POSITIVE, "lb_side": SIGN, "rho": POSITIVE, "beta": OPEN_UNIT,
 }
 
 

@@ -165,8 +165,9 @@ _PARAM_FLAGS = {"param": "--param", "fixed": "--fixed", "control": "--control"}
 def check_params(args: argparse.Namespace) -> None:
     """Parameter overrides of a registered TARGET, checked against it before any work.
 
-    A name the algorithm lacks, or a value of the wrong kind (a word for a number), is
-    an :class:`InputError` naming the flag, the parameter and the algorithm.
+    A name the algorithm lacks, or a value of the wrong kind (a word for a number) or out
+    of the parameter's range, is an :class:`InputError` naming the flag, the parameter
+    and the algorithm.
 
     Examples
     --------
@@ -174,7 +175,7 @@ def check_params(args: argparse.Namespace) -> None:
     ...     check_params(argparse.Namespace(target="noisy_gd:sound", param=["T=abc"]))
     ... except InputError as e:
     ...     print(e)
-    --param T: parameter 'T' of noisy_gd takes an integer, got 'abc'
+    --param T: parameter 'T' of noisy_gd takes an integer >= 1, got 'abc'
     """
     from dpverify.core.registry import is_registered_target, resolve
 

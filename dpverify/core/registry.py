@@ -22,6 +22,7 @@ import numpy as np
 from dpverify.core.claims import Finding, PrivacyClaim, UtilityClaim
 from dpverify.core.data import Dataset
 from dpverify.core.errors import InputError, UnknownTargetError
+from dpverify.core.ranges import CONVENTIONS, Range
 
 VARIANT_KINDS = ("sound", "paper", "planted")
 
@@ -322,7 +323,9 @@ class Algorithm:
     """A reference algorithm with its variants, default parameters and test problem.
 
     ``make_problem(params, rng) -> Problem`` builds the data and objective for a run;
-    ``battery`` holds the conformance battery's test sizes and settings for every variant.
+    ``battery`` holds the conformance battery's test sizes and settings for every variant;
+    ``ranges`` the values each numeric parameter takes (:mod:`dpverify.core.ranges`; the
+    names of :data:`~dpverify.core.ranges.CONVENTIONS` need none).
     """
 
     name: str
@@ -334,6 +337,7 @@ class Algorithm:
     quick: Mapping[str, Any] = field(default_factory=dict)
     thorough: Mapping[str, Any] = field(default_factory=dict)
     battery: Battery = field(default_factory=Battery)
+    ranges: Mapping[str, Range] = field(default_factory=dict)
 
     def params(self, variant: str, overrides: Mapping[str, Any] | None = None,
                scale: str = "quick") -> dict[str, Any]:
@@ -350,47 +354,76 @@ class Algorithm:
         return out
 
     def check_value(self, key: str, value: Any) -> None:
-        """Refuse a value of the wrong kind for ``key``, judged by the values declared.
+        """Refuse a value of the wrong kind or out of range for ``key``.
 
-        A parameter whose default is a number, and every value declared for it (scales,
-        variants) too, takes a number (an integer where every declared one is); one
+        A parameter with a declared range (:meth:`range_of`) takes a number in it, or one
+        of the names it lists (a misspelt rule is refused, not run as the default). One
+        without, whose default is a number, and every value declared for it (scales,
+        variants) too, takes a finite number (an integer where every declared one is); one
         declared with booleans only takes true or false. ``None`` (the algorithm's own
-        choice) passes, and so does anything for a parameter whose default is ``None``
-        (it may take words, such as ``beta = "balanced"``): that is the algorithm's to
-        judge.
+        choice) passes, and so does anything for an unranged parameter whose default is
+        ``None`` (it may take words, such as ``beta = "balanced"``): that is the
+        algorithm's to judge.
 
         Examples
         --------
         >>> algo = get_algorithm("noisy_gd")
         >>> algo.check_value("T", 20)
-        >>> try:
-        ...     algo.check_value("T", "abc")
-        ... except InputError as e:
-        ...     print(e)
-        parameter 'T' of noisy_gd takes an integer, got 'abc'
+        >>> for bad in ("abc", -4):
+        ...     try:
+        ...         algo.check_value("T", bad)
+        ...     except InputError as e:
+        ...         print(e)
+        parameter 'T' of noisy_gd takes an integer >= 1, got 'abc'
+        parameter 'T' of noisy_gd takes an integer >= 1, got -4
         """
-        wanted = self._value_kind(key)
-        if value is None or wanted is None:
+        if value is None:
+            return
+        span = self.range_of(key)
+        wanted = span.describe() if span is not None else self._value_kind(key)
+        if wanted is None:
             return
         number = isinstance(value, numbers.Real) and not isinstance(value, bool)
-        ok = {"true or false": isinstance(value, bool),
-              "a number": number,
-              "an integer": number and float(value).is_integer()}[wanted]
+        if span is not None:
+            ok = span.contains(value)
+        elif wanted == "true or false":
+            ok = isinstance(value, bool)
+        else:
+            ok = number and (math.isfinite(value) or self._declares_infinite(key)) and (
+                wanted != "an integer" or not math.isfinite(value)
+                or float(value).is_integer())
         if not ok:
             raise InputError(f"parameter {key!r} of {self.name} takes {wanted}, got {value!r}")
+
+    def range_of(self, key: str) -> Range | None:
+        """The values parameter ``key`` takes: its declared range, else the convention's.
+
+        Examples
+        --------
+        >>> get_algorithm("noisy_gd").range_of("delta").describe()
+        'a number in [0, 1)'
+        """
+        return self.ranges.get(key, CONVENTIONS.get(key))
+
+    def _declared(self, key: str) -> list[Any]:
+        """Every value declared for ``key``: default, scales, variants."""
+        declared = [t.get(key) for t in (self.defaults, self.quick, self.thorough,
+                                         *(v.params for v in self.variants.values()))]
+        return [v for v in declared if v is not None]
+
+    def _declares_infinite(self, key: str) -> bool:
+        return any(isinstance(v, numbers.Real) and math.isinf(v) for v in self._declared(key))
 
     def _value_kind(self, key: str) -> str | None:
         if self.defaults.get(key) is None:
             return None
-        declared = [t.get(key) for t in (self.defaults, self.quick, self.thorough,
-                                         *(v.params for v in self.variants.values()))]
-        declared = [v for v in declared if v is not None]
+        declared = self._declared(key)
         if all(isinstance(v, bool) for v in declared):
             return "true or false"
         if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in declared):
             return None  # words, tables, or a mix: the algorithm's to judge
         return ("an integer" if all(isinstance(v, numbers.Integral) for v in declared)
-                else "a number")
+                else "a finite number")
 
 
 @dataclass(frozen=True)
