@@ -179,6 +179,50 @@ def test_the_door_check_sees_records_read_other_than_through_releases(run, expec
         assert outcome.result.moved > 0
 
 
+_FIRST: dict = {}
+
+
+def _first_run_cache_run(cur, setting, params):
+    """Centres its output on its records' mean, computed on its first-ever run and kept
+    for every later one (a cache in a module's global): only a process that never ran it
+    on D sees the other records move it."""
+    def query(X, y, w):
+        _FIRST.setdefault("mean", X.mean(axis=0))
+        return w @ X
+
+    g = cur.gaussian("sum", query, sensitivity=1.0, noise_std=1.0)
+    return g - _FIRST["mean"]
+
+
+def test_the_door_check_sees_records_a_first_run_keeps_for_every_later_one():
+    # In this process the cache already holds D's records (the run on D that comes first
+    # fills it), so the two playbacks here agree with the recording.
+    outcome, _ = run_check_on(CheckSpec("d", "door", "tiny:sound"),
+                              _tiny_target(_first_run_cache_run))
+    assert outcome.verdict is Verdict.FAIL, outcome.message
+    assert outcome.result.fresh_process and outcome.result.moved > 0
+
+
+def test_a_variant_that_cannot_travel_is_played_back_here_and_the_report_says_so():
+    def local_run(cur, setting, params):  # not importable by name, nor registered
+        return cur.gaussian("sum", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=1.0)
+
+    outcome, _ = run_check_on(CheckSpec("d", "door", "tiny:sound"), _tiny_target(local_run))
+    assert outcome.verdict is Verdict.PASS, outcome.message
+    assert outcome.result.fresh_process is False
+    assert "could not be made there" in outcome.result.fresh_note
+    assert "not in a fresh process" in outcome.message
+
+
+def test_a_registered_variant_is_played_back_in_a_fresh_process_too():
+    from dpverify.core.registry import resolve
+
+    outcome, _ = run_check_on(CheckSpec("d", "door", "noisy_gd:sound", params={"n": 30, "T": 3}),
+                              resolve("noisy_gd:sound"))
+    assert outcome.verdict is Verdict.PASS and outcome.result.fresh_process, outcome.message
+    assert "once in a fresh one" in outcome.message
+
+
 def _global_stream_run(cur, setting, params):
     g = cur.gaussian("sum", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=1.0)
     return g + np.random.default_rng().normal(size=g.shape)

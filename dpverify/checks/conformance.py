@@ -32,8 +32,10 @@ algorithm); from pytest, :func:`parametrize_with_checks`; from a suite file,
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import math
+import pickle
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,7 +59,7 @@ from dpverify.core.curator import Curator
 from dpverify.core.data import Dataset, make_pair
 from dpverify.core.errors import InputError, check_positive
 from dpverify.core.registry import Battery, Target, all_algorithms, get_algorithm, resolve
-from dpverify.execution.executors import Execution
+from dpverify.execution.executors import Execution, in_fresh_process
 from dpverify.execution.experiment import Experiment
 from dpverify.execution.trials import BlockPlan, OutputBlock, run_blocks, seed_streams
 
@@ -356,6 +358,9 @@ class DoorMetrics(Result):
     releases: int | None = doc("releases of the recorded run")
     identical: bool | None = doc("whether the playback gave the recorded output, bit for bit")
     moved: float | None = doc("the largest change of an output value on the other records")
+    fresh_process: bool | None = doc("whether a playback was also made in a process that never "
+                                     "ran the variant on D (see ``fresh_note``)")
+    fresh_note: str | None = doc("why no playback was made in a fresh process, where none was")
 
 
 @register_kind
@@ -370,9 +375,12 @@ class DoorCheck(CheckKind):
     unless the variant reads the records some other way: a query that keeps the records it
     is handed, a read of the curator's private fields, records kept from one run for the
     next (a run on D comes before the recording, and the second playback follows one on
-    the other records). What no release carries is seen by no accountant and no audit,
-    which read the data through the releases only. Records kept once, before the check,
-    and never read again are out of its reach.
+    the other records), and, by a third playback in a process that never ran the variant
+    on D (:func:`~dpverify.execution.executors.in_fresh_process`), records a first-ever
+    run keeps for every later one (a cache in a module's global). What no release carries
+    is seen by no accountant and no audit, which read the data through the releases only.
+    Out of its reach: records read from elsewhere than the curator (a file), and a
+    variant whose code cannot be imported by name in another process (the report says so).
     """
 
     name = "door"
@@ -394,22 +402,28 @@ class DoorCheck(CheckKind):
             rec = Curator(data, trials=k, rng=_copy(seed), backend=exp.backend,
                           n_public=data.n, keep_answers=True)
             first = _numpy_rows(rec, exp.target.variant.run(rec, setting, exp.params), k)
-            answers = [r.answer for r in rec.ledger.records]
+            job = Playback(exp.target, dict(exp.params), exp.backend,
+                           [r.answer for r in rec.ledger.records], seed, k, setting)
             # First on D's own records: a run that does not repeat itself from its seed and
             # its answers cannot be judged by what other records change.
-            again = _play(exp, data, answers, _copy(seed), k, setting)[0]
+            again = job.on(data)[0]
             other = _resampled(data, seed)
-            plays = [_play(exp, other, answers, _copy(seed), k, setting) for _ in range(2)]
-        metrics = DoorMetrics(trials=k, releases=len(rec.ledger))
+            plays = [job.on(other) for _ in range(2)]
+            fresh = job.elsewhere(other)
+        answers = job.answers
+        made = not isinstance(fresh, str)
+        metrics = DoorMetrics(trials=k, releases=len(rec.ledger), fresh_process=made,
+                              fresh_note=None if made else fresh)
+        plays += [fresh] if made else []
         if isinstance(again, str) or _largest_move(first, again) != 0.0:
             return Outcome(Verdict.INCONCLUSIVE, metrics, {},
                            "played back on D's own records with its own answers, the run "
                            "does not repeat itself (a global random stream, or state carried "
                            "from run to run: the determinism check tells which), so what "
                            "other records change cannot be told")
-        for out, cur in plays:
+        for out, signature in plays:
             why = (out if isinstance(out, str) else "the sequence of releases changed"
-                   if cur.ledger.signature() != rec.ledger.signature() else None)
+                   if signature != rec.ledger.signature() else None)
             if why:
                 return Outcome(Verdict.FAIL, metrics.replace(identical=False), {},
                                f"on other records with the same answers {why}: the variant "
@@ -421,23 +435,69 @@ class DoorCheck(CheckKind):
                            f"the output moves by {moved:.3g} on other records given the same "
                            f"{len(answers)} released answers: the variant reads the records "
                            "other than through its releases")
+        where = ("twice in this process and once in a fresh one" if made else
+                 f"twice (not in a fresh process: {fresh})")
         return Outcome(Verdict.PASS, metrics, {}, f"{k} runs' outputs are bit-identical, "
-                       f"twice, on other records given the same {len(answers)} released "
+                       f"{where}, on other records given the same {len(answers)} released "
                        "answers")
 
 
-def _play(exp: Experiment, data: Dataset, answers: list[np.ndarray],
-          seed: np.random.SeedSequence, k: int, setting: Any) -> tuple[Any, Curator]:
-    """The variant's output rows on ``data`` with ``answers`` played back (the reason, a
-    string, where it asked for a release the recorded run did not make)."""
-    cur = Curator.playback(data, answers, trials=k, rng=seed, backend=exp.backend,
-                           n_public=data.n)
-    out = _numpy_rows(cur, exp.target.variant.run(cur, setting, exp.params), k)
-    if cur.unplayed is None:
-        return out, cur
-    i = cur.unplayed
-    return (f"release {i} was not made by the recorded run, which made {len(answers)}"
-            if i >= len(answers) else f"release {i} has another shape"), cur
+@dataclass(frozen=True)
+class Playback:
+    """A recorded run to play back: the variant (a target, or its run function where it
+    travels to another process), its parameters and backend, the answers, seed, trials
+    and D's public setting."""
+
+    target: Target | str | None
+    params: dict[str, Any]
+    backend: str
+    answers: list[Any]
+    seed: np.random.SeedSequence
+    k: int
+    setting: Any
+    run: Any = None
+
+    def on(self, data: Dataset) -> tuple[Any, list[tuple[Any, ...]]]:
+        """The output rows on ``data`` with the answers played back (or the reason, a string,
+        where it asked for a release the recorded run did not make), and the sequence of
+        releases it made."""
+        cur = Curator.playback(data, self.answers, trials=self.k, rng=_copy(self.seed),
+                               backend=self.backend, n_public=data.n)
+        run = self.run or (self.target if isinstance(self.target, Target)
+                           else resolve(str(self.target))).variant.run
+        out = _numpy_rows(cur, run(cur, self.setting, self.params), self.k)
+        if cur.unplayed is not None:
+            i = cur.unplayed
+            out = (f"release {i} was not made by the recorded run, which made "
+                   f"{len(self.answers)}" if i >= len(self.answers)
+                   else f"release {i} has another shape")
+        return out, cur.ledger.signature()
+
+    def elsewhere(self, data: Dataset) -> tuple[Any, list[tuple[Any, ...]]] | str:
+        """:meth:`on` in a process that never ran the variant on D, or why it could not be
+        made there: the variant's code must be importable by name (a registered target's,
+        or a run function defined at a module's top level)."""
+        t = self.target
+        assert isinstance(t, Target)
+        try:
+            pickle.dumps(t.variant.run)
+            job = dataclasses.replace(self, target=None, run=t.variant.run)
+        except Exception:
+            job = dataclasses.replace(self, target=t.id)
+        try:
+            payload = pickle.dumps((job, data))
+        except Exception as e:
+            return f"its setting or answers cannot be sent to another process ({e})"
+        try:
+            return in_fresh_process(_play_elsewhere, payload)
+        except Exception as e:
+            return f"the run could not be made there ({type(e).__name__}: {e})"
+
+
+def _play_elsewhere(payload: bytes) -> tuple[Any, list[tuple[Any, ...]]]:
+    job, data = pickle.loads(payload)
+    with np.errstate(all="ignore"):
+        return job.on(data)
 
 
 def _numpy_rows(cur: Curator, out: Any, k: int) -> np.ndarray:

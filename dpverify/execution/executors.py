@@ -371,7 +371,7 @@ def run_serial(fn: Callable[..., Any], items: Sequence[Item],
 
 # local processes ----------------------------------------------------------------------
 
-_POOLS: dict[int, Any] = {}
+_POOLS: dict[int | str, Any] = {}
 
 
 def _pool(workers: int) -> Any:
@@ -386,7 +386,41 @@ def _pool(workers: int) -> Any:
     return pool
 
 
-def _discard_pool(workers: int, *, kill: bool) -> None:
+def in_fresh_process(fn: Callable[[Any], Any], arg: Any) -> Any:
+    """``fn(arg)`` in a spawned process that runs nothing but such calls.
+
+    No module state of this process reaches it: what it imports, it imports afresh (a
+    check that a run's output does not depend on state an earlier run left in a module
+    needs such a process). One is started on the first call and kept for the next; ``fn``
+    and ``arg`` travel by plain pickle, so functions by reference. A failure there is
+    raised here.
+
+    Examples
+    --------
+    >>> in_fresh_process(abs, -3)
+    3
+    """
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    from multiprocessing import get_context
+
+    pool = _POOLS.get(FRESH)
+    if pool is None:
+        pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"),
+                                   initializer=_worker_setup)
+        _POOLS[FRESH] = pool
+    try:
+        return pool.submit(fn, arg).result()
+    except BrokenProcessPool:
+        _discard_pool(FRESH, kill=True)  # the next call starts another
+        raise
+
+
+# The key of the fresh process's pool among the pools.
+FRESH = "fresh"
+
+
+def _discard_pool(workers: int | str, *, kill: bool) -> None:
     pool = _POOLS.pop(workers, None)
     if pool is None:
         return
