@@ -203,6 +203,34 @@ def test_the_door_check_sees_records_a_first_run_keeps_for_every_later_one():
     assert outcome.result.fresh_process and outcome.result.moved > 0
 
 
+_STASH: dict = {}
+
+
+def _stashing_problem(params, rng):
+    """The test problem, whose builder also keeps its records in a module's global."""
+    from algorithms.mechanisms import make_sum_problem
+
+    prob = make_sum_problem(params, rng)
+    _STASH["X"] = prob.data.X
+    return prob
+
+
+def _stash_reading_run(cur, setting, params):
+    g = cur.gaussian("sum", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=1.0)
+    return g + _STASH["X"].mean(axis=0)
+
+
+def test_a_run_that_needs_state_of_the_checking_process_is_not_passed():
+    # Here the stash holds D's records whatever the playback's: both playbacks agree. A
+    # fresh process built no problem, so the run raises there.
+    t = _tiny_target(_stash_reading_run)
+    target = Target(dataclasses.replace(t.algorithm, make_problem=_stashing_problem), t.variant)
+    outcome, _ = run_check_on(CheckSpec("d", "door", "tiny:sound"), target)
+    assert outcome.verdict is Verdict.INCONCLUSIVE, outcome.message
+    assert "in a fresh process the run raised KeyError" in outcome.message
+    assert outcome.result.fresh_process is False and "KeyError" in outcome.result.fresh_note
+
+
 def test_a_variant_that_cannot_travel_is_played_back_here_and_the_report_says_so():
     def local_run(cur, setting, params):  # not importable by name, nor registered
         return cur.gaussian("sum", lambda X, y, w: w @ X, sensitivity=1.0, noise_std=1.0)
@@ -210,7 +238,7 @@ def test_a_variant_that_cannot_travel_is_played_back_here_and_the_report_says_so
     outcome, _ = run_check_on(CheckSpec("d", "door", "tiny:sound"), _tiny_target(local_run))
     assert outcome.verdict is Verdict.PASS, outcome.message
     assert outcome.result.fresh_process is False
-    assert "could not be made there" in outcome.result.fresh_note
+    assert "could not be found there" in outcome.result.fresh_note
     assert "not in a fresh process" in outcome.message
 
 

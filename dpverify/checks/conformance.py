@@ -377,7 +377,9 @@ class DoorCheck(CheckKind):
     next (a run on D comes before the recording, and the second playback follows one on
     the other records), and, by a third playback in a process that never ran the variant
     on D (:func:`~dpverify.execution.executors.in_fresh_process`), records a first-ever
-    run keeps for every later one (a cache in a module's global). What no release carries
+    run keeps for every later one (a cache in a module's global; a run that raises there
+    needs state of this process, which may be records, and is INCONCLUSIVE). What no
+    release carries
     is seen by no accountant and no audit, which read the data through the releases only.
     Out of its reach: records read from elsewhere than the curator (a file), and a
     variant whose code cannot be imported by name in another process (the report says so).
@@ -409,11 +411,11 @@ class DoorCheck(CheckKind):
             again = job.on(data)[0]
             other = _resampled(data, seed)
             plays = [job.on(other) for _ in range(2)]
-            fresh = job.elsewhere(other)
+            status, fresh = job.elsewhere(other)
         answers = job.answers
-        made = not isinstance(fresh, str)
+        made = status == MADE
         metrics = DoorMetrics(trials=k, releases=len(rec.ledger), fresh_process=made,
-                              fresh_note=None if made else fresh)
+                              fresh_note=None if made else str(fresh))
         plays += [fresh] if made else []
         if isinstance(again, str) or _largest_move(first, again) != 0.0:
             return Outcome(Verdict.INCONCLUSIVE, metrics, {},
@@ -421,6 +423,12 @@ class DoorCheck(CheckKind):
                            "does not repeat itself (a global random stream, or state carried "
                            "from run to run: the determinism check tells which), so what "
                            "other records change cannot be told")
+        if status == RAISED:
+            return Outcome(Verdict.INCONCLUSIVE, metrics, {},
+                           f"played back in a fresh process the run raised {fresh}: it needs "
+                           "state this process holds beside its curator and setting, which "
+                           "may be records (kept by its problem's builder, say), so the door "
+                           "cannot be checked there")
         for out, signature in plays:
             why = (out if isinstance(out, str) else "the sequence of releases changed"
                    if signature != rec.ledger.signature() else None)
@@ -463,9 +471,7 @@ class Playback:
         releases it made."""
         cur = Curator.playback(data, self.answers, trials=self.k, rng=_copy(self.seed),
                                backend=self.backend, n_public=data.n)
-        run = self.run or (self.target if isinstance(self.target, Target)
-                           else resolve(str(self.target))).variant.run
-        out = _numpy_rows(cur, run(cur, self.setting, self.params), self.k)
+        out = _numpy_rows(cur, self.variant_run()(cur, self.setting, self.params), self.k)
         if cur.unplayed is not None:
             i = cur.unplayed
             out = (f"release {i} was not made by the recorded run, which made "
@@ -473,10 +479,19 @@ class Playback:
                    else f"release {i} has another shape")
         return out, cur.ledger.signature()
 
-    def elsewhere(self, data: Dataset) -> tuple[Any, list[tuple[Any, ...]]] | str:
-        """:meth:`on` in a process that never ran the variant on D, or why it could not be
-        made there: the variant's code must be importable by name (a registered target's,
-        or a run function defined at a module's top level)."""
+    def variant_run(self) -> Any:
+        """The variant's run function: its own, or its target's (resolved by id)."""
+        if self.run is not None:
+            return self.run
+        t = self.target if isinstance(self.target, Target) else resolve(str(self.target))
+        return t.variant.run
+
+    def elsewhere(self, data: Dataset) -> tuple[str, Any]:
+        """:meth:`on` in a process that never ran the variant on D: (:data:`MADE`, its
+        result), (:data:`RAISED`, the exception the run raised there) or
+        (:data:`UNAVAILABLE`, why it could not be sent there: the variant's code must be
+        importable by name, a registered target's or a run function at a module's top
+        level)."""
         t = self.target
         assert isinstance(t, Target)
         try:
@@ -485,19 +500,26 @@ class Playback:
         except Exception:
             job = dataclasses.replace(self, target=t.id)
         try:
-            payload = pickle.dumps((job, data))
+            return in_fresh_process(_play_elsewhere, pickle.dumps((job, data)))
         except Exception as e:
-            return f"its setting or answers cannot be sent to another process ({e})"
-        try:
-            return in_fresh_process(_play_elsewhere, payload)
-        except Exception as e:
-            return f"the run could not be made there ({type(e).__name__}: {e})"
+            return UNAVAILABLE, f"it could not be sent there ({type(e).__name__}: {e})"
 
 
-def _play_elsewhere(payload: bytes) -> tuple[Any, list[tuple[Any, ...]]]:
-    job, data = pickle.loads(payload)
-    with np.errstate(all="ignore"):
-        return job.on(data)
+# What became of a playback in a fresh process.
+MADE, RAISED, UNAVAILABLE = "made", "raised", "unavailable"
+
+
+def _play_elsewhere(payload: bytes) -> tuple[str, Any]:
+    try:
+        job, data = pickle.loads(payload)
+        job.variant_run()
+    except Exception as e:
+        return UNAVAILABLE, f"its code could not be found there ({type(e).__name__}: {e})"
+    try:
+        with np.errstate(all="ignore"):
+            return MADE, job.on(data)
+    except Exception as e:
+        return RAISED, f"{type(e).__name__}: {e}"
 
 
 def _numpy_rows(cur: Curator, out: Any, k: int) -> np.ndarray:

@@ -1,12 +1,13 @@
-"""The values a numeric parameter of an algorithm takes, declared beside its defaults.
+"""The values a parameter of an algorithm takes, declared beside its defaults.
 
-A parameter's range lets every door in (``--param``, a suite's ``params``, a Python
-override) refuse ``T = -4`` or ``n = 2.5`` before any work, naming the parameter and the
-algorithm, where the algorithm itself would find it only when it runs (or crash inside
-NumPy). Algorithms declare ``ranges`` on :class:`~dpverify.core.registry.Algorithm`;
+A parameter's range (numbers in an interval, or names) lets every door in (``--param``, a
+suite's ``params``, a Python override) refuse ``T = -4``, ``n = 2.5`` or a misspelt rule
+before any work, naming the parameter and the algorithm, where the algorithm itself would
+find it only when it runs, crash inside NumPy, or read an unknown name as its default.
+Algorithms declare ``ranges`` on :class:`~dpverify.core.registry.Algorithm`;
 :data:`CONVENTIONS` holds the few names whose meaning the harness fixes for every
-algorithm (the claim's epsilon and delta, a dataset's size and dimension, a number of
-steps), so they need not be retyped.
+algorithm (the claim's epsilon, delta and relation, a dataset's size and dimension, a
+number of steps), so they need not be retyped.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ class Range:
 
     Examples
     --------
-    >>> COUNT.refusal(3) is None, COUNT.refusal(0), COUNT.refusal(2.5)
-    (True, 'an integer >= 1', 'an integer >= 1')
+    >>> COUNT.contains(3), COUNT.contains(0), COUNT.contains(2.5), COUNT.describe()
+    (True, False, False, 'an integer >= 1')
     >>> PROBABILITY.describe()
     'a number in [0, 1)'
     """
@@ -63,10 +64,6 @@ class Range:
         below = v < self.high if self.high_open else v <= self.high
         return above and below
 
-    def refusal(self, value: Any) -> str | None:
-        """``None`` where ``value`` is in the range, else what the range takes."""
-        return None if self.contains(value) else self.describe()
-
     def describe(self) -> str:
         """The range in words, as an error message names it."""
         if not self.numbers:
@@ -94,8 +91,9 @@ def one_of(*words: str) -> Range:
 
     Examples
     --------
-    >>> one_of("pool", "single_pass").refusal("fresh")
-    "one of 'pool', 'single_pass'"
+    >>> r = one_of("pool", "single_pass")
+    >>> r.contains("fresh"), r.describe()
+    (False, "one of 'pool', 'single_pass'")
     """
     return Range(words=tuple(words), numbers=False)
 
