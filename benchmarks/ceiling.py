@@ -20,7 +20,8 @@ sampling luck. The best over events and patterns is the ceiling a test of that m
 reaches on the median draw. It says whether a figure measured elsewhere with more runs
 (DP-Sniper's 0.0858 on SVT1 from 2 x 10^8 runs per dataset) is within reach at 10^7.
 
-Run: ``python benchmarks/ceiling.py --runs 10000000 --confidence 0.9``; with ``--reach
+Run: ``python benchmarks/ceiling.py --runs 10000000 --confidence 0.9``; ``--family`` looks
+beyond the named patterns (answers at a base b, m of them moved up, the rest down); with ``--reach
 0.08593 --rows svt2`` it draws the counts of each pattern's best outcome, known in advance,
 and says how often its bound reaches that figure (DP-Sniper's, for SVT2).
 
@@ -151,7 +152,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="a figure: how often each pattern's best event, known in advance "
                          "and counted on all the runs, reaches it (--draws draws)")
     ap.add_argument("--draws", type=int, default=400)
+    ap.add_argument("--family", action="store_true",
+                    help="the best ceilings over answers at a base b with m moved up and "
+                         "the rest down (sparse vector rows)")
     args = ap.parse_args(argv)
+    if args.family:
+        for row in args.rows.split(","):
+            print_family(row.strip(), args.runs, args.confidence)
+        return 0
     if args.reach is not None:
         for row in args.rows.split(","):
             print_reach(row.strip(), args.runs, args.confidence, args.reach, args.draws)
@@ -178,6 +186,25 @@ def print_ceilings(row: str, runs: int, confidence: float) -> None:
         print(f"  {name:24s} true epsilon of the pair {true:.4f}   ceiling {eps:.4f} "
               f"(an event of {size} outcome(s), probability {prob:.4f})")
 
+
+
+def print_family(row: str, runs: int, confidence: float, top: int = 5) -> None:
+    """Beyond the named patterns: every vector at a base b with its first m answers moved
+    up by one and the rest down, for b in -10..10 and m in 1..k-1, best ceilings first
+    (most_above_rest_below is b = 1, m = k - k // 4)."""
+    law, k = LAWS[row]
+    found = []
+    for base in (-10.0, -5.0, -2.0, 0.0, 1.0, 2.0, 5.0, 10.0):
+        for m in range(1, k):
+            a = np.full(k, base)
+            b = np.concatenate([np.full(m, base + 1.0), np.full(k - m, base - 1.0)])
+            p, q = law(a), law(b)
+            found.append((*max(ceiling(p, q, runs, 1 - confidence),
+                               ceiling(q, p, runs, 1 - confidence)), base, m))
+    print(f"{row}: the best ceilings of the family at {runs:.3g} runs per dataset")
+    for eps, prob, _, base, m in sorted(found, reverse=True)[:top]:
+        print(f"  b = {base:5.1f}, m = {m}: ceiling {eps:.4f} (an event of probability "
+              f"{prob:.4f})")
 
 
 def reach(p: np.ndarray, q: np.ndarray, runs: int, alpha: float, figure: float,

@@ -127,13 +127,23 @@ def best_test(c_D: np.ndarray, c_Dp: np.ndarray, n_test: int, alpha: float,
     return replace(best, promise=promise)
 
 
+@dataclass(frozen=True)
+class Race:
+    """Successive elimination of the finalists on up to ``cap`` times the second round's
+    runs in all; ``refit``: the survivors' tables are refitted on their pooled runs (which
+    needs their outputs), else their tests as fitted only count their events (counts only)."""
+
+    cap: float
+    refit: bool = True
+
+
 def search(laws: dict[str, tuple[np.ndarray, np.ndarray]], runs: int, rule: Rule,
-           alpha: float, seed: int, race: float = 0.0) -> tuple[str, float, list[str], float]:
+           alpha: float, seed: int, race: Race | None = None
+           ) -> tuple[str, float, list[str], float]:
     """One audit's search and test: (witness, its bound, finalists, the runs of its second
     round and race over those of the second round alone).
 
-    With ``race`` > 0 the finalists race (:func:`_race`) on up to ``race`` times the
-    second round's runs in all.
+    With a ``race`` the finalists race (:func:`_race`, :func:`_race_fixed`).
     """
     rng = np.random.default_rng(seed)
     n_fit, n_sel = (int(runs * f) for f in DEFAULT_SPLITS[:2])
@@ -157,12 +167,21 @@ def search(laws: dict[str, tuple[np.ndarray, np.ndarray]], runs: int, rule: Rule
         return {n: best_test(*counts[n], n_test, alpha, rng, rule) for n in pairs}
 
     tests = more(finalists, extra)
-    if race > 0:
-        tests = _race(tests, more, extra, race * extra * len(finalists))
-    lead = max(tests, key=(lambda n: tests[n].read) if rule.point_witness else (
-        lambda n: (tests[n].pessimistic, tests[n].point)))
+    events = {n: tests[n].sign * atom_ranks(smoothed_log_ratio(*counts[n]))
+              >= tests[n].threshold for n in tests}
+    if race is not None and not race.refit:
+        lead, raced = _race_fixed(tests, events, laws, race.cap * extra * len(finalists),
+                                  (extra, first + extra), n_test, alpha, rng)
+        spent += raced
+    else:
+        if race is not None:
+            tests = _race(tests, more, extra, race.cap * extra * len(finalists))
+            events = {n: tests[n].sign * atom_ranks(smoothed_log_ratio(*counts[n]))
+                      >= tests[n].threshold for n in tests}
+        lead = max(tests, key=(lambda n: tests[n].read) if rule.point_witness else (
+            lambda n: (tests[n].pessimistic, tests[n].point)))
     t, (p, q) = tests[lead], laws[lead]
-    event = t.sign * atom_ranks(smoothed_log_ratio(*counts[lead])) >= t.threshold
+    event = events[lead]
     tp, fp = rng.binomial(n_test, p[event].sum()), rng.binomial(n_test, q[event].sum())
     eps, _ = t.statistic.bound(Counts(int(tp), n_test, int(fp), n_test, t.orientation),
                                delta=0.0, alpha=alpha)
@@ -187,6 +206,46 @@ def _race(tests: dict[str, Best], more: Callable[[list[str], int], dict[str, Bes
     return tests
 
 
+def _race_fixed(tests: dict[str, Best], events: dict[str, np.ndarray],
+                laws: dict[str, tuple[np.ndarray, np.ndarray]], cap: float,
+                sizes: tuple[int, int], n_test: int, alpha: float,
+                rng: np.random.Generator) -> tuple[str, int]:
+    """Successive elimination on the finalists' tests as fitted: more runs of each pair
+    are only counted in its test's event (no refit, no outputs kept), pooled with the
+    selection's counts, and read as the bound the test split would give at the pooled
+    rates; a pair trailing the leader by more than one standard error drops out."""
+    step, pooled = sizes
+    hits = {n: list(tests[n].counts) for n in tests}
+    runs = {n: pooled for n in tests}
+
+    def read(n: str) -> tuple[float, float]:
+        h1, h0 = hits[n]
+        k1, k0 = (round(h / runs[n] * n_test) for h in (h1, h0))
+        eps, _ = tests[n].statistic.bound(Counts(k1, n_test, k0, n_test, "D"),
+                                          delta=0.0, alpha=alpha)
+        return eps, float(np.sqrt(1.0 / max(h1, 1.0) + 1.0 / max(h0, 1.0)))
+
+    alive, spent = list(tests), step * len(tests)
+    while len(alive) > 1 and spent < cap:
+        reads = {n: read(n) for n in alive}
+        lead = max(alive, key=lambda n: reads[n][0])
+        alive = [n for n in alive if n == lead or reads[lead][0] - reads[n][0]
+                 <= float(np.hypot(reads[lead][1], reads[n][1]))]
+        if len(alive) == 1:
+            break
+        for n in alive:
+            p, q = laws[n]
+            e = events[n]
+            a1, a0 = rng.binomial(step, p[e].sum()), rng.binomial(step, q[e].sum())
+            if tests[n].orientation == "D'":
+                a1, a0 = step - a0, step - a1
+            hits[n][0] += a1
+            hits[n][1] += a0
+            runs[n] += step
+        spent += step * len(alive)
+    return max(alive, key=lambda n: read(n)[0]), spent - step * len(tests)
+
+
 # What the audit did before (two finalists, read pessimistically, tables in halves), one
 # change at a time, and the audit's rule (the last).
 RULES = (Rule(2, False, False, 2), Rule(2, True, False, 2), Rule(2, True, True, 2),
@@ -205,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--race", type=float, default=0.0,
                     help="race the finalists on up to this many times the second round's "
                          "runs (0: no race, the audit's rule)")
+    ap.add_argument("--fixed", action="store_true",
+                    help="race on the tests as fitted, counting their events only (no refit, "
+                         "no outputs kept)")
     ap.add_argument("--rules", default=",".join(str(i) for i in range(len(RULES))),
                     help="which rules to replay, by position (0: the oldest; "
                          f"{len(RULES) - 1}: the audit's)")
@@ -221,8 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     best = max(laws, key=lambda n: max(ceiling(*laws[n], args.runs, alpha),
                                        ceiling(*laws[n][::-1], args.runs, alpha)))
     for rule in rules:
-        out = [search(laws, args.runs, rule, alpha, s, args.race)
-               for s in range(args.seeds)]
+        race = Race(args.race, not args.fixed) if args.race > 0 else None
+        out = [search(laws, args.runs, rule, alpha, s, race) for s in range(args.seeds)]
         eps = np.array([o[1] for o in out])
         chosen = Counter(o[0] for o in out).most_common(3)
         cost = np.array([o[3] for o in out])

@@ -37,10 +37,17 @@ def test_a_replayed_search_chooses_among_its_finalists() -> None:
         witness, eps, finalists, cost = choice.search(laws, 200_000, rule, 0.1, seed)
         assert len(finalists) == rule.finalists and witness in finalists and cost == 1.0
         assert np.isfinite(eps) and eps >= 0.0
-    # A race spends at most its cap (and a last round of two pairs), and ends on a finalist.
-    witness, eps, finalists, cost = choice.search(laws, 200_000, choice.RULES[-1], 0.1, 0,
-                                                  race=4.0)
-    assert witness in finalists and 1.0 <= cost <= 4.0 + 1.0 / FINALISTS + 1e-9
+    # A race, refitting or counting its tests' events only, spends at most its cap (and a
+    # last round of two pairs), and ends on a finalist.
+    for refit in (True, False):
+        costs = []
+        for seed in (0, 2):  # seed 0's finalists are told apart at once, seed 2's are not
+            witness, eps, finalists, cost = choice.search(
+                laws, 200_000, choice.RULES[-1], 0.1, seed, choice.Race(4.0, refit))
+            assert witness in finalists and 1.0 <= cost <= 4.0 + 1.0 / FINALISTS + 1e-9
+            assert np.isfinite(eps) and eps >= 0.0
+            costs.append(cost)
+        assert costs[0] == 1.0 < costs[1]
     assert choice.RULES[-1] == choice.Rule(FINALISTS, True, True,  # the audit's own
                                            min_runs=MIN_EVENT_RUNS)
     # Where every event is too thin to read first, pairs are ordered as with no such rule.
