@@ -155,3 +155,53 @@ def test_an_algorithm_without_ranges_is_judged_by_the_values_it_declares() -> No
                               ("k", 2.5, "an integer"), ("x", "big", finite)):
         with pytest.raises(InputError, match=f"parameter '{key}' of mine takes {words}"):
             algo.check_value(key, value)
+
+
+# Rules over several parameters (Algorithm.requires) ------------------------------------
+
+
+@pytest.mark.parametrize("algo", ALGORITHMS, ids=lambda a: a.name)
+def test_every_declared_variant_and_scale_meets_the_rules_over_several_parameters(
+        algo: Algorithm) -> None:
+    for variant in algo.variants:
+        for scale in ("quick", "thorough"):
+            algo.params(variant, scale=scale)  # raises on a rule the declarations break
+
+
+@pytest.mark.parametrize("target, overrides, words", [
+    ("dp_gd_002:paper", {"setting": "pl", "lam": 0.0}, "the PL setting needs lam > 0"),
+    ("dp_rgda:sound", {"beta": 1.5}, "the cosine saddle needs a > beta^2/mu"),
+    ("dp_sgda:sound", {"problem": "matrix_sensing", "phi": "population"},
+     "only phi = 'empirical'"),
+    ("kl_spider:sound", {"problem": "huber", "kappa": 2.0}, "the huber problem is stated "
+     "for kappa = 1"),
+    ("dp_double_spider:sound", {"dataset": "digits_st", "minority": 0.7},
+     "imratio must be in (0, 0.5]"),
+    ("dp_sgd_dro:sound", {"dataset": "digits_st", "n": 1500},
+     "digits_st has 901 negatives and 896 positives"),
+])
+def test_a_combination_each_value_allows_but_the_algorithm_refuses_is_refused_up_front(
+        target: str, overrides: dict[str, Any], words: str, tmp_path, capsys) -> None:
+    name, _, variant = target.partition(":")
+    algo = get_algorithm(name)
+    for key, value in overrides.items():  # each value alone is in its range
+        algo.check_value(key, value)
+    with pytest.raises(InputError, match=f"parameters of {name}: ") as e:
+        algo.params(variant, overrides)
+    assert words in str(e.value)
+    # The CLI refuses it before any work, naming the flag.
+    argv = ["account", target]
+    for key, value in overrides.items():
+        argv += ["--param", f"{key}={value}"]
+    assert main([*argv, "--json", str(tmp_path / "r.json")]) == 2
+    out = capsys.readouterr()
+    assert words in out.out + out.err and not (tmp_path / "r.json").exists()
+
+
+def test_the_digits_st_counts_are_those_of_the_images() -> None:
+    from sklearn.datasets import load_digits
+
+    from algorithms.paper000.experiments import DIGITS_ST_CLASSES
+
+    _, digit = load_digits(return_X_y=True)
+    assert DIGITS_ST_CLASSES == (int((digit < 5).sum()), int((digit >= 5).sum()))

@@ -365,23 +365,34 @@ def test_bad_suites_are_input_errors_naming_file_line_and_value(write_suite, cas
         assert w in msg, f"{w!r} not in {msg!r}"
 
 
-def test_bad_input_found_only_when_a_check_runs_names_its_own_line(write_suite, tmp_path,
-                                                                  capsys):
-    """kappa = 1 is in its range, but not the power problem's (it needs kappa > 1): its
-    builder finds that after loading, and the error still points at the line of kappa,
-    not at the check's id."""
-    path = write_suite("""
+@pytest.mark.parametrize("target, params, key, words", [
+    # kappa = 1 is in its range, but not the power problem's (it needs kappa > 1): the
+    # algorithm's rule over several parameters refuses it when the suite loads.
+    ("adaptive_noisy_gd:sound", 'problem = "power"\n        kappa = 1.0', "kappa",
+     "parameters of adaptive_noisy_gd: the power problem needs kappa > 1"),
+    # T = 400 is in its range, but a single pass of 400 steps needs more records than the
+    # n = 200 of the test problem, which only the schedule the algorithm derives shows:
+    # found when the check runs.
+    ("o2nc_fo:sound", "T = 400", "T", "a single pass of T = 400 steps"),
+])
+def test_bad_input_of_a_check_names_its_own_line(target: str, params: str, key: str,
+                                                 words: str, write_suite, tmp_path,
+                                                 capsys):
+    """At load or when the check runs, the error points at the offending value's line,
+    not at the check's id, and no report is written."""
+    path = write_suite(f"""
         [[check]]
         id = "a"
         kind = "account"
-        target = "adaptive_noisy_gd:sound"
+        target = "{target}"
         [check.params]
-        problem = "power"
-        kappa = 1.0
+        {params}
         """)
-    assert cli_main(["run", str(path), "--report-dir", str(tmp_path / "r"), "--quiet"]) == 2
+    report = tmp_path / "r"
+    assert cli_main(["run", str(path), "--report-dir", str(report), "--quiet"]) == 2
     out = capsys.readouterr().out
-    assert f"{path}:{_line(path, r'^kappa = ')}: the power problem needs kappa > 1" in out, out
+    assert f"{path}:{_line(path, rf'^{key} = ')}: {words}" in out, out
+    assert not report.exists()
 
 
 def test_duplicate_id_names_the_second_entry(write_suite):

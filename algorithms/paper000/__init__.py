@@ -29,7 +29,11 @@ from algorithms.paper000.dp_sgd import PAPER_RULE as SGD_PAPER_RULE
 from algorithms.paper000.dp_sgd import SOUND_RULE as SGD_SOUND_RULE
 from algorithms.paper000.dp_sgd import dp_sgd_dual
 from algorithms.paper000.experiments import DATASETS
-from algorithms.paper000.problems import make_compositional_problem, make_dual_problem
+from algorithms.paper000.problems import (
+    check_dataset,
+    make_compositional_problem,
+    make_dual_problem,
+)
 from algorithms.paper000.recursive_spider import PAPER_RULE as RS_PAPER_RULE
 from algorithms.paper000.recursive_spider import SOUND_RULE as RS_SOUND_RULE
 from algorithms.paper000.recursive_spider import recursive_spider
@@ -174,6 +178,7 @@ DP_DOUBLE_SPIDER = Algorithm(
     make_problem=make_dual_problem,
     defaults={**_DUAL_DEFAULTS, "q": None, "epochs": 3, "T_per_n": None, "batch": None,
               "clip_eta": None, "clip_x": None},
+    requires=(check_dataset,),
     ranges={**_DUAL_RANGES, "q": COUNT, "epochs": COUNT, "T_per_n": POSITIVE,
               "batch": COUNT, "clip_eta": POSITIVE, "clip_x": POSITIVE},
     variants={
@@ -302,6 +307,7 @@ DP_RECURSIVE_SPIDER = Algorithm(
         "clip_v": 1.0, "clip_u": 3.0, "clip_s": 3.0, "clip_dv": None, "clip_du": None,
         "s_batch": None, "c_noise": None, "output": "random",
     },
+    requires=(check_dataset,),
     ranges={
         **_DATASET_RANGES, "schedule": one_of("given", "theorem8"), "rho": POSITIVE,
         "lam0": POSITIVE, "lam_init": POSITIVE, "q": COUNT, "b2": COUNT, "lr": POSITIVE,
@@ -384,6 +390,7 @@ DP_SGD_DRO = Algorithm(
     description="DP-SGD on (x, eta) of the psi-divergence DRO dual, the paper's baseline",
     make_problem=make_dual_problem,
     defaults={**_DUAL_DEFAULTS, "T": 100, "batch": 25, "clip": 1.0, "lr": 0.5},
+    requires=(check_dataset,),
     ranges={**_DUAL_RANGES, "batch": COUNT, "clip": POSITIVE, "lr": POSITIVE},
     variants={
         "sound": Variant(

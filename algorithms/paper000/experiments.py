@@ -51,6 +51,35 @@ def _unit_rows(A: np.ndarray) -> np.ndarray:
     return A * ((1.0 - 1e-15) / np.maximum(nrm, 1e-300))
 
 
+# The digits 0-4 and 5-9 of scikit-learn's digits (1,797 images).
+DIGITS_ST_CLASSES = (901, 896)
+
+
+def check_digits_st(n: int, imratio: float) -> None:
+    """Refuse a Digits-ST draw its images cannot hold: ``imratio`` in (0, 0.5], and n
+    training records at that ratio beside the test split and holdout.
+
+    Examples
+    --------
+    >>> check_digits_st(500, 0.1)
+    >>> try:
+    ...     check_digits_st(1500, 0.1)
+    ... except InputError as e:
+    ...     print(str(e)[:62])
+    digits_st has 901 negatives and 896 positives: n = 1500 at imr
+    """
+    if not 0.0 < imratio <= 0.5:
+        raise InputError(f"imratio must be in (0, 0.5], got {imratio!r}")
+    n_pos = max(1, int(round(imratio * n)))
+    h_pos = max(1, int(round(imratio * HOLDOUT)))
+    need = (TEST_PER_CLASS + n - n_pos + HOLDOUT - h_pos, TEST_PER_CLASS + n_pos + h_pos)
+    neg, pos = DIGITS_ST_CLASSES
+    if need[0] > neg or need[1] > pos:
+        raise InputError(f"digits_st has {neg} negatives and {pos} positives: n = {n} at "
+                         f"imratio {imratio} with the test split and holdout needs "
+                         f"{need[0]} and {need[1]}")
+
+
 def digits_st(n: int, rng: np.random.Generator, *, imratio: float = 0.1
               ) -> tuple[Dataset, Dataset, Dataset]:
     """Digits-ST: (training set of n records, balanced test set, holdout like training).
@@ -68,8 +97,7 @@ def digits_st(n: int, rng: np.random.Generator, *, imratio: float = 0.1
     """
     from sklearn.datasets import load_digits
 
-    if not 0.0 < imratio <= 0.5:
-        raise InputError(f"imratio must be in (0, 0.5], got {imratio!r}")
+    check_digits_st(n, imratio)
     pixels, digit = load_digits(return_X_y=True)
     # 2x2 average pooling (8x8 -> 4x4): a fixed per-record map, which leaves the private
     # methods a problem they can learn at n ~ 500 (65 dimensions they cannot, at eps <= 10)
@@ -81,11 +109,6 @@ def digits_st(n: int, rng: np.random.Generator, *, imratio: float = 0.1
     n_pos = max(1, int(round(imratio * n)))
     n_neg = n - n_pos
     h_pos = max(1, int(round(imratio * HOLDOUT)))
-    need = (TEST_PER_CLASS + n_neg + HOLDOUT - h_pos, TEST_PER_CLASS + n_pos + h_pos)
-    if need[0] > neg.size or need[1] > pos.size:
-        raise InputError(f"digits_st has {neg.size} negatives and {pos.size} positives: "
-                         f"n = {n} at imratio {imratio} with the test split and holdout "
-                         f"needs {need[0]} and {need[1]}")
     test = np.concatenate([neg[:TEST_PER_CLASS], pos[:TEST_PER_CLASS]])
     neg, pos = neg[TEST_PER_CLASS:], pos[TEST_PER_CLASS:]
     train = rng.permutation(np.concatenate([neg[:n_neg], pos[:n_pos]]))

@@ -200,16 +200,37 @@ def compositional_value_and_grad(loss: Any, data: Dataset, rho: float, lam0: flo
     return value, np.concatenate([gx, glam[:, None]], axis=1)
 
 
-def _common(params: Mapping[str, Any], rng: np.random.Generator) -> tuple[Any, Dataset, dict]:
-    """The records (``dataset``: ``groups``, or ``digits_st`` whose d is 17 whatever ``d``
-    says), the loss's public constants, and the harness's test set and holdout."""
-    from algorithms.paper000.experiments import DATASETS, HOLDOUT, TEST_PER_CLASS, digits_st
+def check_dataset(params: Mapping[str, Any]) -> None:
+    """Refuse records the datasets cannot give: an unknown ``dataset``, or a Digits-ST draw
+    of ``n`` records at ``minority`` its images cannot hold.
 
-    loss = get_loss("sigmoid")
-    n, minority = int(params["n"]), float(params.get("minority", 0.1))
+    Examples
+    --------
+    >>> check_dataset({"dataset": "digits_st", "n": 500, "minority": 0.1})
+    >>> try:
+    ...     check_dataset({"dataset": "digits_st", "n": 500, "minority": 0.7})
+    ... except InputError as e:
+    ...     print(e)
+    imratio must be in (0, 0.5], got 0.7
+    """
+    from algorithms.paper000.experiments import DATASETS, check_digits_st
+
     name = str(params.get("dataset", "groups"))
     if name not in DATASETS:
         raise InputError(f"dataset must be one of {DATASETS}, got {name!r}")
+    if name == "digits_st":
+        check_digits_st(int(params["n"]), float(params.get("minority", 0.1)))
+
+
+def _common(params: Mapping[str, Any], rng: np.random.Generator) -> tuple[Any, Dataset, dict]:
+    """The records (``dataset``: ``groups``, or ``digits_st`` whose d is 17 whatever ``d``
+    says), the loss's public constants, and the harness's test set and holdout."""
+    from algorithms.paper000.experiments import HOLDOUT, TEST_PER_CLASS, digits_st
+
+    check_dataset(params)
+    loss = get_loss("sigmoid")
+    n, minority = int(params["n"]), float(params.get("minority", 0.1))
+    name = str(params.get("dataset", "groups"))
     if name == "digits_st":
         data, test, hold = digits_st(n, rng, imratio=minority)
         info: dict[str, Any] = {"group": (data.y > 0).astype(int)}

@@ -134,8 +134,8 @@ def single_pass_schedule(p: Mapping[str, Any], L: float, Phi: float, n: int, d: 
             T -= 1
         Sigma = min(Sigma, T)
     if records_used(T, Sigma, B1, B2) > n:
-        raise InputError(f"a single pass of T={T} steps (Sigma={Sigma}, B1={B1}, B2={B2}) "
-                         f"needs {records_used(T, Sigma, B1, B2)} records; n = {n}")
+        raise InputError(f"a single pass of T = {T} steps (Sigma = {Sigma}, B1 = {B1}, B2 = "
+                         f"{B2}) needs {records_used(T, Sigma, B1, B2)} records; n = {n}")
     M = int(p["M"]) if _opt(p, "M") is not None else max(1, int(alpha / (4 * D)))
     M = min(M, T)
     logt = math.log(d * B2 / delta)

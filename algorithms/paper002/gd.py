@@ -43,6 +43,25 @@ from dpverify.core.registry import Algorithm, Battery, CheckConfig, RunFn, Setti
 SETTINGS = ("pl", "nonconvex")
 
 
+def check_setting(p: Mapping[str, Any]) -> None:
+    """Refuse a setting the theorems do not cover: the PL setting's constant is lam
+    (mu = lam, Thm 6.2; F is PL through its l2 term), so it needs lam > 0.
+
+    Examples
+    --------
+    >>> check_setting({"setting": "nonconvex", "lam": 0.0})
+    >>> try:
+    ...     check_setting({"setting": "pl", "lam": 0.0})
+    ... except InputError as e:
+    ...     print(e)
+    the PL setting needs lam > 0 (mu = lam), got lam = 0.0
+    """
+    if p["setting"] not in SETTINGS:
+        raise InputError(f"setting must be one of {SETTINGS}, got {p['setting']!r}")
+    if p["setting"] == "pl" and float(p["lam"]) <= 0:
+        raise InputError(f"the PL setting needs lam > 0 (mu = lam), got lam = {p['lam']!r}")
+
+
 def gd_schedule(p: Mapping[str, Any], setting: Setting, n: int, d: int) -> tuple[float, int]:
     """(eta, T): the given values, or eta = 1/L and the T of Thm 6.2 (PL) or 6.3.
 
@@ -53,8 +72,7 @@ def gd_schedule(p: Mapping[str, Any], setting: Setting, n: int, d: int) -> tuple
     >>> gd_schedule(params, make_problem(params, np.random.default_rng(0)).setting(), 200, 5)
     (0.8, 9)
     """
-    if p["setting"] not in SETTINGS:
-        raise InputError(f"setting must be one of {SETTINGS}, got {p['setting']!r}")
+    check_setting(p)
     if p.get("eta") is not None and p.get("T") is not None:
         return float(p["eta"]), int(p["T"])  # nothing left to the theorem
     G = lipschitz(setting)
@@ -62,8 +80,6 @@ def gd_schedule(p: Mapping[str, Any], setting: Setting, n: int, d: int) -> tuple
     L = float(setting["smoothness"]) + lam  # F = mean loss + lam/2 ||x||^2
     eps, delta = float(p["epsilon"]), float(p["delta"])
     if p["setting"] == "pl":
-        if lam <= 0:
-            raise InputError("dp_gd_002 in the PL setting needs lam > 0 (mu = lam)")
         T = cal.gd_pl_iterations(L, lam, n, d, G, eps, delta, public_gap(setting))
     else:
         T = cal.gd_nonconvex_iterations(L, n, d, G, eps, delta)
@@ -181,6 +197,7 @@ DP_GD = Algorithm(
     },
     ranges={"loss": one_of(*LOSSES), "setting": one_of(*SETTINGS), "lam": NONNEGATIVE,
             "eta": POSITIVE, "clip": POSITIVE},
+    requires=(check_setting,),
     variants={
         "paper": Variant(
             "paper", "paper", _gd_run(sound=False), claim,

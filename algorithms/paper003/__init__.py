@@ -38,6 +38,7 @@ from algorithms.paper003.common import (
 from algorithms.paper003.problems import (
     PROBLEM_DEFAULTS,
     PROBLEM_RANGES,
+    check_minimax_params,
     empirical_F0,
     make_minimax_problem,
 )
@@ -380,6 +381,7 @@ DP_RGDA = Algorithm(
     make_problem=make_minimax_problem,
     defaults=RGDA_DEFAULTS,
     ranges=RGDA_RANGES,
+    requires=(check_minimax_params,),
     variants={
         "sound": Variant(
             "sound", "sound", dp_rgda(SOUND_POLICY), claim,
@@ -456,6 +458,7 @@ DP_SGDA = Algorithm(
     make_problem=make_minimax_problem,
     defaults=SGDA_DEFAULTS,
     ranges=SGDA_RANGES,
+    requires=(check_minimax_params,),
     variants={
         "sound": Variant(
             "sound", "sound", dp_sgda(SGDA_SOUND_RULE), claim,
@@ -527,6 +530,7 @@ def _baseline(name: str, source: str, description: str, utility) -> Algorithm:
         make_problem=make_minimax_problem,
         defaults={**SPIDER_DEFAULTS, **eta_defaults(name)},
         ranges=SPIDER_RANGES,
+        requires=(check_minimax_params,),
         variants={"sound": Variant(
             "sound", "sound", spider(name), claim,
             "per-sample clipping of gradients at clip and of differences at "

@@ -455,9 +455,6 @@ def _cosine_problem(p: Mapping[str, Any], rng: np.random.Generator) -> Problem:
     s_A, s_b = float(p["s_A"]), float(p["s_b"])
     R_Y = p.get("y_radius")
     R_Y = None if R_Y is None else float(R_Y)
-    if a <= beta**2 / mu:
-        raise InputError(f"cosine saddle needs a > beta^2/mu for a strict saddle at 0, got "
-                         f"a={a}, beta^2/mu={beta**2 / mu}")
     X = cosine_records(n, d, beta, s_A, s_b, rng)
     data = Dataset(X, np.zeros(n))
     if str(p.get("phi", "empirical")) == "population":
@@ -624,6 +621,34 @@ PROBLEM_RANGES = {
 }
 
 
+def check_minimax_params(params: Mapping[str, Any]) -> None:
+    """Refuse a problem the family does not define: matrix sensing has one dual coordinate
+    per record (only ``phi = 'empirical'``), and the cosine saddle needs a > beta^2/mu for
+    a strict saddle at 0 (notes TP1).
+
+    Examples
+    --------
+    >>> check_minimax_params(PROBLEM_DEFAULTS)
+    >>> try:
+    ...     check_minimax_params({**PROBLEM_DEFAULTS, "beta": 1.5})
+    ... except InputError as e:
+    ...     print(str(e).partition("got ")[2])
+    a = 1.0, mu = 1.0, beta = 1.5 (beta^2/mu = 2.25)
+    """
+    full = {**PROBLEM_DEFAULTS, **dict(params)}
+    kind = str(full["problem"])
+    if kind not in PROBLEMS:
+        raise InputError(f"unknown paper-003 problem {kind!r}; known: {sorted(PROBLEMS)}")
+    if kind == "matrix_sensing" and str(full["phi"]) != "empirical":
+        raise InputError("matrix sensing has one dual coordinate per record: only phi = "
+                         "'empirical' is defined")
+    a, mu, beta = float(full["a"]), float(full["mu"]), float(full["beta"])
+    if kind == "cosine" and a <= beta**2 / mu:
+        raise InputError(f"the cosine saddle needs a > beta^2/mu for a strict saddle at 0, "
+                         f"got a = {full['a']!r}, mu = {full['mu']!r}, beta = "
+                         f"{full['beta']!r} (beta^2/mu = {beta**2 / mu:g})")
+
+
 def make_minimax_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Problem:
     """A paper-003 problem: ``problem`` = ``cosine`` or ``matrix_sensing``.
 
@@ -639,11 +664,6 @@ def make_minimax_problem(params: Mapping[str, Any], rng: np.random.Generator) ->
     >>> float(np.linalg.norm(prob.grad(np.zeros(3))))  < 0.2  # near the saddle at 0
     True
     """
-    kind = str(params.get("problem", "cosine"))
-    if kind not in PROBLEMS:
-        raise InputError(f"unknown paper-003 problem {kind!r}; known: {sorted(PROBLEMS)}")
-    if kind == "matrix_sensing" and str(params.get("phi", "empirical")) != "empirical":
-        raise InputError("matrix sensing has one dual coordinate per record: only phi = "
-                         "'empirical' is defined")
+    check_minimax_params(params)
     full = {**PROBLEM_DEFAULTS, **dict(params)}
-    return PROBLEMS[kind](full, rng)
+    return PROBLEMS[str(full["problem"])](full, rng)

@@ -58,9 +58,10 @@ class CheckSpec:
     def locate(self, message: str) -> str:
         """Where an error ``message`` raised while the check ran points in its suite.
 
-        The line of the one parameter or option the message names (quoted), else of the
-        one whose value it quotes after "got" (a parameter checked under another name),
-        else the check's own line.
+        The line of the one parameter or option the message names ("parameter 'k'", else
+        any quoted name), else of the one whose value it quotes after "got" (a parameter
+        checked under another name) or as "name = value" (a rule over several), else the
+        check's own line.
 
         Examples
         --------
@@ -71,9 +72,14 @@ class CheckSpec:
         's.toml:5'
         >>> s.locate("parameter 'n' is too small"), s.locate("no such file")
         ('s.toml:6', 's.toml:2')
+        >>> s.locate("T must exceed n, got T = -4, n = 50")
+        's.toml:5'
         """
         tables = {"params": self.params, "options": self.options, "thorough": self.thorough}
-        named = [k for k in self.lines if repr(k.partition(".")[2]) in message]
+        # "parameter 'k'" first: a message may go on to list the known names, quoted.
+        named = [k for k in self.lines if f"parameter {k.partition('.')[2]!r}" in message]
+        if len(named) != 1:
+            named = [k for k in self.lines if repr(k.partition(".")[2]) in message]
         if len(named) != 1:
             named = [k for k in self.lines if _quotes_value(
                 message, tables.get(k.partition(".")[0], {}), k.partition(".")[2])]
@@ -102,7 +108,8 @@ COUNT_OPTIONS = frozenset({
 def _quotes_value(message: str, table: Mapping[str, Any], key: str) -> bool:
     if key not in table or isinstance(table[key], bool):
         return False
-    return re.search(rf"\bgot {re.escape(repr(table[key]))}(?![\w.])", message) is not None
+    said = rf"(?:got|{re.escape(key)} =) {re.escape(repr(table[key]))}"
+    return re.search(rf"\b{said}(?![\w.])", message) is not None
 
 
 # Typed options ---------------------------------------------------------------------------

@@ -324,10 +324,11 @@ def _check_target(target: str, params: dict[str, Any],
             t.algorithm.params(t.variant.name, params)
         except InputError as e:
             # Point at the offending parameter's own line, not the first parameter's.
-            key = "target" if "unknown algorithm" in str(e) or "variant" in str(e) \
-                else next((f"params.{k}" for k in params if f"parameter {k!r}" in str(e)),
-                          "params")
-            raise InputError(f"{where(key)}: {e}") from None
+            if "unknown algorithm" in str(e) or "variant" in str(e):
+                raise InputError(f"{where('target')}: {e}") from None
+            spec = CheckSpec("", "", target, params=params, source=where("params"),
+                             lines={f"params.{k}": where(f"params.{k}") for k in params})
+            raise InputError(f"{spec.locate(str(e))}: {e}") from None
         return
     # Not a registered name, so a user's module:function. Import it now: a typo in an
     # algorithm's name must fail here, before anything runs or is written.

@@ -325,7 +325,12 @@ class Algorithm:
     ``make_problem(params, rng) -> Problem`` builds the data and objective for a run;
     ``battery`` holds the conformance battery's test sizes and settings for every variant;
     ``ranges`` the values each numeric parameter takes (:mod:`dpverify.core.ranges`; the
-    names of :data:`~dpverify.core.ranges.CONVENTIONS` need none).
+    names of :data:`~dpverify.core.ranges.CONVENTIONS` need none); ``requires`` the rules
+    over several parameters at once (a problem's own constraints, a setting that needs a
+    positive constant): functions of the resolved parameters that raise
+    :class:`~dpverify.core.errors.InputError` on a combination the algorithm refuses. They
+    are the algorithm's own run-time checks, run where parameters are resolved
+    (:meth:`params`), so a suite or ``--param`` that breaks one is refused before any work.
     """
 
     name: str
@@ -338,10 +343,24 @@ class Algorithm:
     thorough: Mapping[str, Any] = field(default_factory=dict)
     battery: Battery = field(default_factory=Battery)
     ranges: Mapping[str, Range] = field(default_factory=dict)
+    requires: tuple[Callable[[Mapping[str, Any]], Any], ...] = ()
 
     def params(self, variant: str, overrides: Mapping[str, Any] | None = None,
                scale: str = "quick") -> dict[str, Any]:
-        """Defaults, then the scale's settings, the variant's own, and the overrides."""
+        """Defaults, then the scale's settings, the variant's own, and the overrides;
+        each override checked against its range, the whole against :attr:`requires`.
+
+        Examples
+        --------
+        >>> algo = get_algorithm("dp_gd_002")
+        >>> algo.params("paper", {"lam": 0.5})["lam"]
+        0.5
+        >>> try:
+        ...     algo.params("paper", {"setting": "pl", "lam": 0.0})
+        ... except InputError as e:
+        ...     print(e)
+        parameters of dp_gd_002: the PL setting needs lam > 0 (mu = lam), got lam = 0.0
+        """
         scale_params = {"quick": self.quick, "thorough": self.thorough}.get(scale, {})
         out = {**self.defaults, **scale_params, **self.variants[variant].params}
         for k, v in (overrides or {}).items():
@@ -351,6 +370,11 @@ class Algorithm:
                 )
             self.check_value(k, v)
             out[k] = v
+        for rule in self.requires:
+            try:
+                rule(out)
+            except InputError as e:
+                raise InputError(f"parameters of {self.name}: {e}") from None
         return out
 
     def check_value(self, key: str, value: Any) -> None:
