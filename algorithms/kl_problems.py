@@ -413,6 +413,50 @@ def resolve_kind(params: Mapping[str, Any]) -> str:
     return kind
 
 
+def check_kl_params(params: Mapping[str, Any]) -> str:
+    """The problem family for ``params`` (:func:`resolve_kind`), with the power branch's
+    records inside its radius; refuses what the families do not define.
+
+    Examples
+    --------
+    >>> check_kl_params({"problem": "power", "kappa": 1.5, "spread": 0.25, "radius": 2.0})
+    'power'
+    >>> try:
+    ...     check_kl_params({"problem": "power", "kappa": 1.5, "spread": 3.0, "radius": 2.0})
+    ... except InputError as e:
+    ...     print(e)
+    need 0 <= spread < radius, got spread = 3.0, radius = 2.0
+    """
+    kind = resolve_kind(params)
+    spread, radius = (float(params.get(k, v)) for k, v in (("spread", 0.25), ("radius", 2.0)))
+    if kind == "power" and not 0 <= spread < radius:
+        raise InputError(f"need 0 <= spread < radius, got spread = {spread!r}, "
+                         f"radius = {radius!r}")
+    return kind
+
+
+def smooth_kl_params(params: Mapping[str, Any]) -> None:
+    """Refuse a problem without a smoothness constant L1, for the algorithms whose step or
+    sensitivity uses it (paper 004, Algorithms 1 and 3): theorem8's losses have kinks, and
+    the power loss of exponent p = kappa / (kappa - 1) < 2 (kappa > 2) has unbounded
+    curvature at its record.
+
+    Examples
+    --------
+    >>> smooth_kl_params({"problem": "power", "kappa": 1.5})
+    >>> try:
+    ...     smooth_kl_params({"problem": "auto", "kappa": 3.0})
+    ... except InputError as e:
+    ...     print(e)
+    this algorithm needs an L1-smooth problem; theorem8 at kappa = 3.0 has none
+    """
+    kind = check_kl_params(params)
+    kappa = float(params.get("kappa", 2.0))
+    if kind == "theorem8" or (kind == "power" and kappa > 2.0):
+        raise InputError(f"this algorithm needs an L1-smooth problem; {kind} at kappa = "
+                         f"{kappa!r} has none")
+
+
 def make_kl_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Problem:
     """A data-driven test problem with proved (gamma, kappa)-KL* constants.
 
@@ -433,7 +477,7 @@ def make_kl_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Prob
     >>> round(p.info["gamma"], 4), bool(np.linalg.norm(p.grad(p.optimum)) < 1e-6)
     (0.7071, True)
     """
-    kind = resolve_kind(params)
+    kind = check_kl_params(params)
     kappa = float(params.get("kappa", 2.0))
     n = int(params.get("n", 500))
     d = int(params.get("d", 5))
@@ -453,8 +497,6 @@ def make_kl_problem(params: Mapping[str, Any], rng: np.random.Generator) -> Prob
     if kind == "power":
         p = kappa / (kappa - 1.0)
         R0 = radius
-        if not (0 <= spread < R0):
-            raise InputError(f"need 0 <= spread < radius, got spread={spread}, radius={R0}")
         gamma = power_gamma(p, a)
         kl_radius = R0 - spread
     else:

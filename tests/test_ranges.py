@@ -169,12 +169,16 @@ def test_every_declared_variant_and_scale_meets_the_rules_over_several_parameter
 
 
 @pytest.mark.parametrize("target, overrides, words", [
-    ("dp_gd_002:paper", {"setting": "pl", "lam": 0.0}, "the PL setting needs lam > 0"),
+    ("dp_gd_002:paper", {"setting": "pl", "lam": 0.0}, "the PL schedule needs lam > 0"),
     ("dp_rgda:sound", {"beta": 1.5}, "the cosine saddle needs a > beta^2/mu"),
     ("dp_sgda:sound", {"problem": "matrix_sensing", "phi": "population"},
      "only phi = 'empirical'"),
     ("kl_spider:sound", {"problem": "huber", "kappa": 2.0}, "the huber problem is stated "
      "for kappa = 1"),
+    ("adaptive_noisy_gd:sound", {"problem": "auto", "kappa": 3.0},
+     "needs an L1-smooth problem; theorem8 at kappa = 3.0"),
+    ("prox_point_004:sound", {"problem": "power", "kappa": 1.5, "spread": 3.0},
+     "need 0 <= spread < radius"),
     ("dp_double_spider:sound", {"dataset": "digits_st", "minority": 0.7},
      "imratio must be in (0, 0.5]"),
     ("dp_sgd_dro:sound", {"dataset": "digits_st", "n": 1500},

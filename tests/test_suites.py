@@ -388,11 +388,65 @@ def test_bad_input_of_a_check_names_its_own_line(target: str, params: str, key: 
         [check.params]
         {params}
         """)
+    out = _refused(path, tmp_path, capsys)
+    assert f"{path}:{_line(path, rf'^{key} = ')}: {words}" in out, out
+
+
+def _refused(path: Path, tmp_path: Path, capsys) -> str:
+    """Run a suite that must be refused (exit 2, no report); returns what it printed."""
     report = tmp_path / "r"
     assert cli_main(["run", str(path), "--report-dir", str(report), "--quiet"]) == 2
-    out = capsys.readouterr().out
-    assert f"{path}:{_line(path, rf'^{key} = ')}: {words}" in out, out
     assert not report.exists()
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("baseline_params, thorough, line, words", [
+    ("{ T = -4 }", "", "^baseline_params = ", "parameter 'T' of noisy_gd takes an integer"),
+    # Each value in range, the pair refused by the baseline's own rule, at thorough scale.
+    ("{ T = 4 }", "[check.thorough]\n        baseline_params = { setting = 'pl', lam = 0.0 }",
+     "^baseline_params = { setting", "the PL schedule needs lam > 0"),
+])
+def test_a_baseline_the_algorithm_refuses_is_refused_at_load(baseline_params: str,
+                                                             thorough: str, line: str,
+                                                             words: str, write_suite,
+                                                             tmp_path, capsys) -> None:
+    """A compare check's other arm is resolved when the suite loads, at both scales:
+    before any work, at the line of the option that sets it."""
+    base = "noisy_gd:sound" if "noisy_gd" in words else "dp_gd_002:paper"
+    path = write_suite(f"""
+        [[check]]
+        id = "a"
+        kind = "compare"
+        target = "dp_sgd_002:paper"
+        [check.options]
+        baseline = "{base}"
+        baseline_params = {baseline_params}
+        seeds = 2
+        {thorough}
+        """)
+    out = _refused(path, tmp_path, capsys)
+    assert f"{path}:{_line(path, line)}: {base}: " in out and words in out, out
+
+
+@pytest.mark.parametrize("method, words", [
+    ('{ target = "noisy_gd:sound", params = { T = 0 } }',
+     "noisy_gd:sound: parameter 'T' of noisy_gd takes an integer >= 1, got 0"),
+    ('{ target = "noisy_gdd:sound" }', "unknown algorithm 'noisy_gdd'"),
+])
+def test_a_protocol_method_is_resolved_at_load(method: str, words: str, write_suite,
+                                               tmp_path, capsys) -> None:
+    path = write_suite(f"""
+        [[check]]
+        id = "a"
+        kind = "protocol"
+        target = "noisy_gd:sound"
+        [check.options]
+        label = "ours"
+        metrics = ["excess_risk"]
+        methods = {{ other = {method} }}
+        """)
+    out = _refused(path, tmp_path, capsys)
+    assert f"{path}:{_line(path, '^methods = ')}: " in out and words in out, out
 
 
 def test_duplicate_id_names_the_second_entry(write_suite):

@@ -44,22 +44,26 @@ SETTINGS = ("pl", "nonconvex")
 
 
 def check_setting(p: Mapping[str, Any]) -> None:
-    """Refuse a setting the theorems do not cover: the PL setting's constant is lam
-    (mu = lam, Thm 6.2; F is PL through its l2 term), so it needs lam > 0.
+    """Refuse a setting the theorems do not cover: the PL schedule's constant is lam
+    (mu = lam, Thm 6.2; F is PL through its l2 term), so where it derives eta or T the
+    PL setting needs lam > 0 (with both given, it derives nothing: an unregularised
+    baseline runs as given).
 
     Examples
     --------
-    >>> check_setting({"setting": "nonconvex", "lam": 0.0})
+    >>> check_setting({"setting": "pl", "lam": 0.0, "eta": 0.1, "T": 100})
     >>> try:
-    ...     check_setting({"setting": "pl", "lam": 0.0})
+    ...     check_setting({"setting": "pl", "lam": 0.0, "eta": None, "T": 100})
     ... except InputError as e:
     ...     print(e)
-    the PL setting needs lam > 0 (mu = lam), got lam = 0.0
+    the PL schedule needs lam > 0 (mu = lam) unless eta and T are given, got lam = 0.0
     """
     if p["setting"] not in SETTINGS:
         raise InputError(f"setting must be one of {SETTINGS}, got {p['setting']!r}")
-    if p["setting"] == "pl" and float(p["lam"]) <= 0:
-        raise InputError(f"the PL setting needs lam > 0 (mu = lam), got lam = {p['lam']!r}")
+    derived = p.get("eta") is None or p.get("T") is None
+    if p["setting"] == "pl" and derived and float(p["lam"]) <= 0:
+        raise InputError(f"the PL schedule needs lam > 0 (mu = lam) unless eta and T are "
+                         f"given, got lam = {p['lam']!r}")
 
 
 def gd_schedule(p: Mapping[str, Any], setting: Setting, n: int, d: int) -> tuple[float, int]:

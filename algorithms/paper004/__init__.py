@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from algorithms.kl_problems import make_kl_problem, resolve_kind
+from algorithms.kl_problems import check_kl_params, make_kl_problem, smooth_kl_params
 from algorithms.paper004.adaptive import adaptive_noisy_gd, adaptive_noisy_gd_select
 from algorithms.paper004.battery import (
     BLACKBOX_BLIND,
@@ -149,7 +149,7 @@ KL_SPIDER = Algorithm(
     source="paper 004, Algorithm 1",
     description="KL Spider: variance-reduced normalised GD with a data-independent schedule",
     make_problem=make_kl_problem,
-    requires=(resolve_kind,),
+    requires=(smooth_kl_params,),
     defaults={**PROBLEM_DEFAULTS, "c_floor": 1.0, "c_K": 64.0},
     ranges={**PROBLEM_RANGES, "c_floor": POSITIVE, "c_K": POSITIVE},
     variants={
@@ -253,7 +253,7 @@ PROX_POINT = Algorithm(
     source="paper 004, Algorithm 2 (Algorithm 4 as subroutine)",
     description="Private proximal point method for kappa >= 2, weakly convex losses",
     make_problem=make_kl_problem,
-    requires=(resolve_kind,),
+    requires=(check_kl_params,),
     defaults={**PROBLEM_DEFAULTS, "L1_tilde": 0.5, "T_in_max": 10},
     ranges={**PROBLEM_RANGES, "L1_tilde": POSITIVE, "T_in_max": COUNT},
     variants={
@@ -339,7 +339,7 @@ ADAPTIVE_NOISY_GD = Algorithm(
     source="paper 004, Algorithm 3",
     description="Noisy GD with noise proportional to a noisy gradient norm, under a filter",
     make_problem=make_kl_problem,
-    requires=(resolve_kind,),
+    requires=(smooth_kl_params,),
     defaults=dict(PROBLEM_DEFAULTS),
     ranges=PROBLEM_RANGES,
     variants={
@@ -432,7 +432,7 @@ ADAPTIVE_NOISY_GD_SELECT = Algorithm(
     description="Adaptive noisy GD returning an iterate drawn by the exponential mechanism "
                 "on its exact gradient norms",
     make_problem=make_kl_problem,
-    requires=(resolve_kind,),
+    requires=(smooth_kl_params,),
     defaults=dict(PROBLEM_DEFAULTS),
     ranges=PROBLEM_RANGES,
     variants={
@@ -478,7 +478,7 @@ NOISY_GD_004 = Algorithm(
     source="paper 004, Algorithm 4 (Appendix E)",
     description="Projected noisy GD with step 1/(L1~ t) on F + L1~ ||w - w0||^2",
     make_problem=make_regularized_problem,
-    requires=(resolve_kind,),
+    requires=(check_kl_params,),
     defaults={**PROBLEM_DEFAULTS, "L1_tilde": 0.5, "T_in_max": 200},
     ranges={**PROBLEM_RANGES, "L1_tilde": POSITIVE, "T_in_max": COUNT},
     variants={

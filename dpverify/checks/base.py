@@ -428,6 +428,15 @@ class CheckKind(abc.ABC):
         """The kind's options, parsed and validated."""
         return self.Options.parse(raw, where)
 
+    def arms(self, target: str, params: Mapping[str, Any],
+             options: Any) -> list[tuple[str, dict[str, Any], str]]:
+        """Every run the check sets up: (target, its parameters, the option that sets
+        them). A suite resolves each when it loads, so a combination the algorithm
+        refuses is an error at that option's line before any work. The check's own target
+        alone, unless a kind runs others (a baseline, a grid of values).
+        """
+        return [(target, dict(params), "params")]
+
     #: The figures the report draws for this kind's records, by name: ``roc`` (the test's
     #: ROC against the claim's trade-off curve), ``loss`` (the privacy-loss histogram of a
     #: white-box audit), ``rate`` (the log-log fit with its band).

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import math
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -240,6 +241,30 @@ class CompareCheck(CheckKind):
     Options = CompareOptions
     Result = CompareMetrics
     registered_only = True
+
+    def arms(self, target: str, params: Mapping[str, Any],
+             options: CompareOptions) -> list[tuple[str, dict[str, Any], str]]:
+        """Both arms at every grid value, as :func:`compare_arms` sets them up.
+
+        Examples
+        --------
+        >>> o = CompareOptions(baseline="b:v", baseline_params={"T": 1}, vary="n",
+        ...                    values=(10, 20))
+        >>> [(t, p["n"], key) for t, p, key in CompareCheck().arms("s:v", {"d": 2}, o)]
+        ... # doctest: +NORMALIZE_WHITESPACE
+        [('s:v', 10, 'options.values'), ('b:v', 10, 'options.baseline_params'),
+         ('s:v', 20, 'options.values'), ('b:v', 20, 'options.baseline_params')]
+        """
+        o = options
+        grid = [{}] if o.values is None else [{o.vary: v} for v in o.values]
+        out = []
+        for at in grid:
+            # The check's own params alone were resolved: what else fails is the arm's.
+            out.append((target, {**params, **(o.subject_params or {}), **at},
+                        "options.subject_params" if o.subject_params else "options.values"))
+            out.append((o.baseline, {**params, **(o.baseline_params or {}), **at},
+                        "options.baseline_params" if o.baseline_params else "options.baseline"))
+        return out
 
     def run(self, exp: Experiment, options: CompareOptions) -> Outcome:
         res = compare_arms(exp, options)

@@ -19,6 +19,7 @@ INCONCLUSIVE otherwise.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -215,6 +216,21 @@ class ProtocolCheck(CheckKind):
     Options = ProtocolOptions
     Result = ProtocolMetrics
     registered_only = True
+
+    def arms(self, target: str, params: Mapping[str, Any],
+             options: ProtocolOptions) -> list[tuple[str, dict[str, Any], str]]:
+        """The target and every other method, as :func:`run_protocol` sets them up.
+
+        Examples
+        --------
+        >>> o = ProtocolOptions(label="a", metrics=("test_loss",),
+        ...                     methods={"b": {"target": "noisy_gd:sound", "params": {"T": 3}}})
+        >>> ProtocolCheck().arms("dp_sgd_dro:sound", {"n": 40}, o)[1]
+        ('noisy_gd:sound', {'T': 3}, 'options.methods')
+        """
+        return [(target, dict(params), "params")] + [
+            (str(spec["target"]), dict(spec.get("params") or {}), "options.methods")
+            for spec in (options.methods or {}).values()]
 
     def run(self, exp: Experiment, options: ProtocolOptions) -> Outcome:
         return protocol_outcome(run_protocol(exp, options)).typed(ProtocolMetrics)

