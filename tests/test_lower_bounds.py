@@ -62,7 +62,11 @@ def test_theorem8_pair_is_mirrored_with_one_public_start() -> None:
 def test_algorithms_that_need_smoothness_refuse_the_kinked_instance() -> None:
     for target in ("adaptive_noisy_gd:sound", "kl_spider:paper"):
         t = resolve(target)
-        p = t.algorithm.params(t.variant.name, THM8)
+        # Up front, where the parameters are resolved ...
+        with pytest.raises(InputError, match="L1-smooth"):
+            t.algorithm.params(t.variant.name, THM8)
+        # ... and again at run time, for parameters put together by hand.
+        p = {**t.algorithm.params(t.variant.name), **THM8}
         with pytest.raises(InputError, match="L1-smooth"):
             run_target(t, p, build_problem(t, p, 0), trials=2, rng=1)
 

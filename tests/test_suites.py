@@ -640,11 +640,11 @@ def test_pytest_collects_suite_files(write_suite, tmp_path):
 def test_pytest_shows_bad_input_as_its_message_not_a_traceback(write_suite, tmp_path):
     write_suite("""
         [[check]]
-        id = "no_smoothness"
+        id = "records_run_out"
         kind = "account"
-        target = "adaptive_noisy_gd:sound"
+        target = "o2nc_fo:sound"
         [check.params]
-        kappa = 3.0
+        T = 400
         """, "runtime.toml")
     write_suite("""
         [[check]]
@@ -658,7 +658,7 @@ def test_pytest_shows_bad_input_as_its_message_not_a_traceback(write_suite, tmp_
     out = res.stdout + res.stderr
     assert res.returncode == 1, out
     assert "1 failed, 1 error" in out, out
-    assert "bad input: " in out and "'theorem8' has no smoothness constant" in out, out
+    assert "bad input: " in out and "a single pass of T = 400 steps" in out, out
     assert "load.toml:6: parameter 'T' of noisy_gd takes an integer >= 1, got 'many'" in out, out
     assert "Traceback" not in out and "site-packages" not in out, out
     assert len(out.splitlines()) < 30, out
