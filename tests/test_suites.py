@@ -368,7 +368,7 @@ def test_bad_suites_are_input_errors_naming_file_line_and_value(write_suite, cas
 @pytest.mark.parametrize("target, params, key, words", [
     # kappa = 1 is in its range, but not the power problem's (it needs kappa > 1): the
     # algorithm's rule over several parameters refuses it when the suite loads.
-    ("adaptive_noisy_gd:sound", 'problem = "power"\n        kappa = 1.0', "kappa",
+    ("adaptive_noisy_gd:sound", 'problem = "power"\nkappa = 1.0', "kappa",
      "parameters of adaptive_noisy_gd: the power problem needs kappa > 1"),
     # T = 400 is in its range, but a single pass of 400 steps needs more records than the
     # n = 200 of the test problem, which only the schedule the algorithm derives shows:
@@ -380,30 +380,25 @@ def test_bad_input_of_a_check_names_its_own_line(target: str, params: str, key: 
                                                  capsys):
     """At load or when the check runs, the error points at the offending value's line,
     not at the check's id, and no report is written."""
-    path = write_suite(f"""
-        [[check]]
-        id = "a"
-        kind = "account"
-        target = "{target}"
-        [check.params]
-        {params}
-        """)
-    out = _refused(path, tmp_path, capsys)
+    path, out = _refused(write_suite, f'kind = "account"\ntarget = "{target}"\n'
+                         f"[check.params]\n{params}", tmp_path, capsys)
     assert f"{path}:{_line(path, rf'^{key} = ')}: {words}" in out, out
 
 
-def _refused(path: Path, tmp_path: Path, capsys) -> str:
-    """Run a suite that must be refused (exit 2, no report); returns what it printed."""
+def _refused(write_suite, check: str, tmp_path: Path, capsys) -> tuple[Path, str]:
+    """Write a suite of one check (its lines after the id) that must be refused, run it
+    (exit 2, no report); returns its path and what it printed."""
+    path = write_suite(f'[[check]]\nid = "a"\n{check}\n')
     report = tmp_path / "r"
     assert cli_main(["run", str(path), "--report-dir", str(report), "--quiet"]) == 2
     assert not report.exists()
-    return capsys.readouterr().out
+    return path, capsys.readouterr().out
 
 
 @pytest.mark.parametrize("baseline_params, thorough, line, words", [
     ("{ T = -4 }", "", "^baseline_params = ", "parameter 'T' of noisy_gd takes an integer"),
     # Each value in range, the pair refused by the baseline's own rule, at thorough scale.
-    ("{ T = 4 }", "[check.thorough]\n        baseline_params = { setting = 'pl', lam = 0.0 }",
+    ("{ T = 4 }", "[check.thorough]\nbaseline_params = { setting = 'pl', lam = 0.0 }",
      "^baseline_params = { setting", "the PL schedule needs lam > 0"),
 ])
 def test_a_baseline_the_algorithm_refuses_is_refused_at_load(baseline_params: str,
@@ -413,18 +408,10 @@ def test_a_baseline_the_algorithm_refuses_is_refused_at_load(baseline_params: st
     """A compare check's other arm is resolved when the suite loads, at both scales:
     before any work, at the line of the option that sets it."""
     base = "noisy_gd:sound" if "noisy_gd" in words else "dp_gd_002:paper"
-    path = write_suite(f"""
-        [[check]]
-        id = "a"
-        kind = "compare"
-        target = "dp_sgd_002:paper"
-        [check.options]
-        baseline = "{base}"
-        baseline_params = {baseline_params}
-        seeds = 2
-        {thorough}
-        """)
-    out = _refused(path, tmp_path, capsys)
+    path, out = _refused(write_suite, f'kind = "compare"\ntarget = "dp_sgd_002:paper"\n'
+                         f'[check.options]\nbaseline = "{base}"\n'
+                         f"baseline_params = {baseline_params}\nseeds = 2\n{thorough}",
+                         tmp_path, capsys)
     assert f"{path}:{_line(path, line)}: {base}: " in out and words in out, out
 
 
@@ -435,17 +422,9 @@ def test_a_baseline_the_algorithm_refuses_is_refused_at_load(baseline_params: st
 ])
 def test_a_protocol_method_is_resolved_at_load(method: str, words: str, write_suite,
                                                tmp_path, capsys) -> None:
-    path = write_suite(f"""
-        [[check]]
-        id = "a"
-        kind = "protocol"
-        target = "noisy_gd:sound"
-        [check.options]
-        label = "ours"
-        metrics = ["excess_risk"]
-        methods = {{ other = {method} }}
-        """)
-    out = _refused(path, tmp_path, capsys)
+    path, out = _refused(write_suite, 'kind = "protocol"\ntarget = "noisy_gd:sound"\n'
+                         '[check.options]\nlabel = "ours"\nmetrics = ["excess_risk"]\n'
+                         f"methods = {{ other = {method} }}", tmp_path, capsys)
     assert f"{path}:{_line(path, '^methods = ')}: " in out and words in out, out
 
 
