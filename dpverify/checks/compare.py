@@ -143,6 +143,18 @@ def _arm(exp: Experiment, seeds: int, metric_fn: Any, problem: Any, account: boo
     return row
 
 
+def _arm_params(params: Mapping[str, Any], o: CompareOptions
+                ) -> list[tuple[Any, tuple[dict[str, Any], dict[str, Any]]]]:
+    """Per grid value (``None`` without a grid), the subject's and the baseline's
+    parameters: the check's ``params`` go to both, each arm's own over them."""
+    out = []
+    for v in ([None] if o.values is None else list(o.values)):
+        at = {} if v is None else {o.vary: v}
+        out.append((v, ({**params, **(o.subject_params or {}), **at},
+                        {**params, **(o.baseline_params or {}), **at})))
+    return out
+
+
 def compare_arms(exp: Experiment, o: CompareOptions) -> dict[str, Any]:
     """Run both arms over the grid; per value their summaries and the two one-sided tests.
 
@@ -154,14 +166,12 @@ def compare_arms(exp: Experiment, o: CompareOptions) -> dict[str, Any]:
     >>> len(r["points"]), sorted(r["points"][0])[:3]
     (1, ['baseline', 'p_greater', 'p_less'])
     """
-    grid = list(o.values) if o.values is not None else [None]
     metric, metric_fn = target_metric(exp.target, o.metric)
     points = []
-    for v in grid:
-        at = {} if v is None else {o.vary: v}
-        subj = exp.with_params(**(o.subject_params or {}), **at)
-        base = Experiment(o.baseline, {**exp.overrides, **(o.baseline_params or {}), **at},
-                          seed=exp.seed, scale=exp.scale, backend=exp.backend)
+    for v, (s_params, b_params) in _arm_params(exp.overrides, o):
+        subj = exp.replace(params=s_params)
+        base = Experiment(o.baseline, b_params, seed=exp.seed, scale=exp.scale,
+                          backend=exp.backend)
         if _data_key(subj.problem) != _data_key(base.problem):
             raise InputError(f"{exp.name} and {o.baseline} see different data at "
                              f"{o.vary}={v}: give the problem's parameters to both (the "
@@ -256,15 +266,11 @@ class CompareCheck(CheckKind):
          ('s:v', 20, 'options.values'), ('b:v', 20, 'options.baseline_params')]
         """
         o = options
-        grid = [{}] if o.values is None else [{o.vary: v} for v in o.values]
-        out = []
-        for at in grid:
-            # The check's own params alone were resolved: what else fails is the arm's.
-            out.append((target, {**params, **(o.subject_params or {}), **at},
-                        "options.subject_params" if o.subject_params else "options.values"))
-            out.append((o.baseline, {**params, **(o.baseline_params or {}), **at},
-                        "options.baseline_params" if o.baseline_params else "options.baseline"))
-        return out
+        # The check's own params alone were resolved: what else fails is the arm's.
+        s_key = "options.subject_params" if o.subject_params else "options.values"
+        b_key = "options.baseline_params" if o.baseline_params else "options.baseline"
+        return [arm for _, (s_params, b_params) in _arm_params(params, o)
+                for arm in ((target, s_params, s_key), (o.baseline, b_params, b_key))]
 
     def run(self, exp: Experiment, options: CompareOptions) -> Outcome:
         res = compare_arms(exp, options)

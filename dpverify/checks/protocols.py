@@ -126,6 +126,12 @@ def _method_values(exp: Experiment, o: ProtocolOptions, trials: int, index: int
                      for m in o.metrics}
 
 
+def _methods(o: ProtocolOptions) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Each other method's target and parameters, by label (its own parameters only)."""
+    return {label: (str(spec["target"]), dict(spec.get("params") or {}))
+            for label, spec in (o.methods or {}).items()}
+
+
 def run_protocol(exp: Experiment, o: ProtocolOptions) -> dict[str, Any]:
     """Run every method of the protocol and judge its claims (see the module docstring).
 
@@ -149,9 +155,8 @@ def run_protocol(exp: Experiment, o: ProtocolOptions) -> dict[str, Any]:
     if trials < 3:
         raise InputError(f"a protocol needs at least 3 trials a method, got {trials}")
     runs = {o.label: exp}
-    for label, spec in (o.methods or {}).items():
-        runs[label] = exp.replace(target=str(spec["target"]),
-                                  params=dict(spec.get("params") or {}))
+    for label, (target, params) in _methods(o).items():
+        runs[label] = exp.replace(target=target, params=params)
     base = exp.problem.data
     values: dict[str, dict[str, np.ndarray]] = {}
     for i, (label, e) in enumerate(runs.items()):
@@ -229,8 +234,7 @@ class ProtocolCheck(CheckKind):
         ('noisy_gd:sound', {'T': 3}, 'options.methods')
         """
         return [(target, dict(params), "params")] + [
-            (str(spec["target"]), dict(spec.get("params") or {}), "options.methods")
-            for spec in (options.methods or {}).values()]
+            (t, p, "options.methods") for t, p in _methods(options).values()]
 
     def run(self, exp: Experiment, options: ProtocolOptions) -> Outcome:
         return protocol_outcome(run_protocol(exp, options)).typed(ProtocolMetrics)
