@@ -183,12 +183,24 @@ def check_params(args: argparse.Namespace) -> None:
     if not isinstance(target, str) or not is_registered_target(target):
         return  # a user's callable: its parameters are its own to judge
     t = resolve(target)
+    given = {attr: parse_params(getattr(args, attr, None)) for attr in _PARAM_FLAGS}
     for attr, flag in _PARAM_FLAGS.items():
-        for key, value in parse_params(getattr(args, attr, None)).items():
+        for key, value in given[attr].items():
             try:
-                t.algorithm.params(t.variant.name, {key: value})
+                t.algorithm.check_override(key, value)
             except InputError as e:
                 raise InputError(f"{flag} {key}: {e}") from None
+    # The rules over several parameters see the flags together, as the runs do: --param
+    # and --fixed set every run, --control sets the control arm over them.
+    shared = {**given["param"], **given["fixed"]}
+    arms = [shared, {**shared, **given["control"]}] if given["control"] else [shared]
+    for overrides in arms:
+        try:
+            t.algorithm.params(t.variant.name, overrides)
+        except InputError as e:
+            flags = ", ".join(f"{flag} {key}" for attr, flag in _PARAM_FLAGS.items()
+                              for key in given[attr] if key in overrides)
+            raise InputError(f"{flags}: {e}" if flags else str(e)) from None
 
 
 def check_outputs(args: argparse.Namespace) -> None:

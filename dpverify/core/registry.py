@@ -364,11 +364,7 @@ class Algorithm:
         scale_params = {"quick": self.quick, "thorough": self.thorough}.get(scale, {})
         out = {**self.defaults, **scale_params, **self.variants[variant].params}
         for k, v in (overrides or {}).items():
-            if k not in out:
-                raise InputError(
-                    f"unknown parameter {k!r} for {self.name}; known: {sorted(out)}"
-                )
-            self.check_value(k, v)
+            self.check_override(k, v, known=out)
             out[k] = v
         for rule in self.requires:
             try:
@@ -376,6 +372,28 @@ class Algorithm:
             except InputError as e:
                 raise InputError(f"parameters of {self.name}: {e}") from None
         return out
+
+    def check_override(self, key: str, value: Any,
+                       known: Mapping[str, Any] | None = None) -> None:
+        """Refuse an override of a parameter the algorithm lacks, or a bad value of one,
+        alone: the rules over several parameters (:attr:`requires`) need them all
+        (:meth:`params`). ``known``: the resolved parameters (every declared one if not
+        given).
+
+        Examples
+        --------
+        >>> try:
+        ...     get_algorithm("noisy_gd").check_override("steps", 5)
+        ... except InputError as e:
+        ...     print(str(e)[:44])
+        unknown parameter 'steps' for noisy_gd; know
+        """
+        if known is None:
+            known = {**self.defaults, **self.quick, **self.thorough,
+                     **{k: v for var in self.variants.values() for k, v in var.params.items()}}
+        if key not in known:
+            raise InputError(f"unknown parameter {key!r} for {self.name}; known: {sorted(known)}")
+        self.check_value(key, value)
 
     def check_value(self, key: str, value: Any) -> None:
         """Refuse a value of the wrong kind or out of range for ``key``.
