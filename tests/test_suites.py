@@ -370,10 +370,13 @@ def test_bad_suites_are_input_errors_naming_file_line_and_value(write_suite, cas
     # algorithm's rule over several parameters refuses it when the suite loads.
     ("adaptive_noisy_gd:sound", 'problem = "power"\nkappa = 1.0', "kappa",
      "parameters of adaptive_noisy_gd: the power problem needs kappa > 1"),
-    # T = 400 is in its range, but a single pass of 400 steps needs more records than the
-    # n = 200 of the test problem, which only the schedule the algorithm derives shows:
-    # found when the check runs.
-    ("o2nc_fo:sound", "T = 400", "T", "a single pass of T = 400 steps"),
+    # T = 400 is in its range, but no single pass of 400 steps fits in the n = 200
+    # records of the test problem, whatever period it derives: refused at load.
+    ("o2nc_fo:sound", "T = 400", "T",
+     "parameters of o2nc_fo: a single pass of T = 400 steps needs at least 400 records"),
+    # T = 150 fits at some periods, but not at the one the algorithm derives from the
+    # problem's constants, which only the run shows: found when the check runs.
+    ("o2nc_fo:sound", "T = 150", "T", "a single pass of T = 150 steps (Sigma = 5"),
 ])
 def test_bad_input_of_a_check_names_its_own_line(target: str, params: str, key: str,
                                                  words: str, write_suite, tmp_path,
@@ -623,7 +626,7 @@ def test_pytest_shows_bad_input_as_its_message_not_a_traceback(write_suite, tmp_
         kind = "account"
         target = "o2nc_fo:sound"
         [check.params]
-        T = 400
+        T = 150
         """, "runtime.toml")
     write_suite("""
         [[check]]
@@ -637,7 +640,7 @@ def test_pytest_shows_bad_input_as_its_message_not_a_traceback(write_suite, tmp_
     out = res.stdout + res.stderr
     assert res.returncode == 1, out
     assert "1 failed, 1 error" in out, out
-    assert "bad input: " in out and "a single pass of T = 400 steps" in out, out
+    assert "bad input: " in out and "a single pass of T = 150 steps" in out, out
     assert "load.toml:6: parameter 'T' of noisy_gd takes an integer >= 1, got 'many'" in out, out
     assert "Traceback" not in out and "site-packages" not in out, out
     assert len(out.splitlines()) < 30, out

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from scipy.special import gammaln
 
 from dpverify.accounting.accountant import calibrate_gaussian
@@ -94,6 +95,39 @@ def records_used(T: int, Sigma: int, B1: int, B2: int) -> int:
     """
     starts = -(-int(T) // int(Sigma))
     return int(B1) * starts + int(B2) * (int(T) - starts)
+
+
+def check_records(p: Mapping[str, Any]) -> None:
+    """Refuse a given T that no single pass fits in n records, whatever period it derives.
+
+    The period Sigma comes from the problem's constants (L, Phi) when not given, so the
+    exact count is known only when the algorithm runs (:func:`single_pass_schedule` checks
+    it there); here T is refused where even the least count over every Sigma <= T (with
+    B1 and B2 as given, B1 = Sigma and B2 = 1 by default) exceeds n.
+
+    Examples
+    --------
+    >>> check_records({"n": 200, "T": 150})  # fits at some period: the run decides
+    >>> try:
+    ...     check_records({"n": 200, "T": 400})
+    ... except InputError as e:
+    ...     print(e)
+    a single pass of T = 400 steps needs at least 400 records at any period Sigma; n = 200
+    """
+    T, n = _opt(p, "T"), int(p["n"])
+    if T is None:
+        return  # T is derived to fit
+    T = int(T)
+    fixed = _opt(p, "Sigma")
+    sigma = np.array([min(int(fixed), T)]) if fixed is not None else np.arange(1, T + 1)
+    starts = -(-T // sigma)  # records_used over every period at once
+    b1 = int(p["B1"]) if _opt(p, "B1") is not None else sigma
+    b2 = int(p["B2"]) if _opt(p, "B2") is not None else 1
+    least = int(np.min(b1 * starts + b2 * (T - starts)))
+    if least > n:
+        period = f"Sigma = {fixed}" if fixed is not None else "any period Sigma"
+        raise InputError(f"a single pass of T = {T} steps needs at least {least} records at "
+                         f"{period}; n = {n}")
 
 
 def single_pass_schedule(p: Mapping[str, Any], L: float, Phi: float, n: int, d: int, *,

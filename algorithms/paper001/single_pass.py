@@ -287,6 +287,7 @@ def _algorithm(name: str, zero_order: bool) -> Algorithm:
         make_problem=make_problem,
         defaults=dict(_DEFAULTS),
         ranges=dict(O2NC_RANGES),
+        requires=(st.check_records,),
         variants={
             "paper": Variant(
                 "paper", "paper", _run(zero_order=zero_order, sound=False), st.claim,
