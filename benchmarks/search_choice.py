@@ -41,6 +41,8 @@ from dpverify.checks.audit.distinguishers import (
     smoothed_log_ratio,
 )
 from dpverify.core.data import QUERY_PATTERNS, far_distance, query_pair
+from dpverify.core.errors import InputError
+from dpverify.stats.audit_bounds import split_sizes
 from dpverify.stats.score_audit import CLOPPER_PEARSON_FAMILY
 from dpverify.stats.selection import POINT_LEVEL, Counts, Tails, variants_of
 
@@ -56,6 +58,7 @@ class Rule:
     point_witness: bool
     folds: int = TABLE_FOLDS
     min_runs: int = 0  # an event's promise is read first where this many runs are in and out
+    splits: tuple[float, ...] = DEFAULT_SPLITS  # fit, select, test fractions of the runs
 
     @property
     def name(self) -> str:
@@ -63,7 +66,9 @@ class Rule:
         return (f"{self.finalists} finalists by {reading[self.point_halving]} estimates, "
                 f"the witness by {reading[self.point_witness]} ones, tables in "
                 f"{self.folds} folds" + (f", events of {self.min_runs} runs first"
-                                         if self.min_runs else ""))
+                                         if self.min_runs else "")
+                + (f", splits {'/'.join(map(str, self.splits))}"
+                   if self.splits != DEFAULT_SPLITS else ""))
 
 
 @dataclass(frozen=True)
@@ -146,7 +151,7 @@ def search(laws: dict[str, tuple[np.ndarray, np.ndarray]], runs: int, rule: Rule
     With a ``race`` the finalists race (:func:`_race`, :func:`_race_fixed`).
     """
     rng = np.random.default_rng(seed)
-    n_fit, n_sel = (int(runs * f) for f in DEFAULT_SPLITS[:2])
+    n_fit, n_sel = (int(runs * f) for f in rule.splits[:2])
     n_test, budget = runs - n_fit - n_sel, n_fit + n_sel
     first, names = budget // 2, list(laws)
     extra = (budget - first) * len(names) // rule.finalists
@@ -270,8 +275,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rules", default=",".join(str(i) for i in range(len(RULES))),
                     help="which rules to replay, by position (0: the oldest; "
                          f"{len(RULES) - 1}: the audit's)")
+    ap.add_argument("--splits", default=None,
+                    help="fit, select and test fractions of the runs, e.g. 0.04,0.11,0.85 "
+                         f"(default: the audit's, {','.join(map(str, DEFAULT_SPLITS))})")
     args = ap.parse_args(argv)
     rules = [RULES[int(i)] for i in args.rules.split(",")]
+    if args.splits:
+        try:
+            splits = tuple(float(f) for f in args.splits.split(","))
+            if len(splits) != 3:
+                raise InputError(f"three fractions (fit, select, test), got {args.splits!r}")
+            split_sizes(args.runs, splits)  # positive, summing to 1
+        except (ValueError, InputError) as e:
+            ap.error(f"--splits: {e}")
+        rules = [replace(r, splits=splits) for r in rules]
     law, k = LAWS[args.row]
     laws = {}
     for name in QUERY_PATTERNS:

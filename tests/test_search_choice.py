@@ -63,3 +63,16 @@ def test_the_replayed_table_scores_outcomes_as_the_histogram_distinguisher_does(
     scorer = fit(out_D.astype(float), out_Dp.astype(float), rng)
     counts = [np.bincount(o[:, 0], minlength=3) for o in (out_D, out_Dp)]
     assert np.allclose(scorer(np.arange(3.0)[:, None]), smoothed_log_ratio(*counts))
+
+
+def test_the_replay_takes_other_splits_and_refuses_bad_ones(capsys) -> None:
+    import pytest
+
+    argv = ["--row", "svt2", "--runs", "200000", "--seeds", "2", "--rules", "5"]
+    assert choice.main([*argv, "--splits", "0.04,0.11,0.85"]) == 0
+    assert "splits 0.04/0.11/0.85: mean bound" in capsys.readouterr().out
+    for bad in ("0.5,0.6", "0.1,0.2", "a,b,c"):
+        with pytest.raises(SystemExit) as e:
+            choice.main([*argv, "--splits", bad])
+        assert e.value.code == 2
+        assert "--splits: " in capsys.readouterr().err
