@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from dpverify.checks.agreement import (
     DEFAULT_ALPHA,
@@ -20,7 +18,7 @@ from dpverify.checks.agreement import (
     torch_status,
 )
 from dpverify.checks.base import CheckResult, CheckSpec, RunContext
-from dpverify.cli.app import nonnegative_int, positive_int
+from dpverify.cli.app import nonnegative_int, parse_params, positive_int
 from dpverify.core.claims import Verdict
 from dpverify.core.errors import InputError, check_positive, check_probability
 from dpverify.execution.experiment import Experiment
@@ -61,24 +59,6 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     # dest json_path: the name the dpverify CLI's shared options use for --json.
     parser.add_argument("--json", dest="json_path", metavar="FILE", default=None,
                         help="write the check record as JSON (default: not written)")
-
-
-def parse_params(items: Sequence[str]) -> dict[str, Any]:
-    """``["T=5", "loss=huber", "eta=0.5"]`` as a dict with numbers and booleans parsed.
-
-    Examples
-    --------
-    >>> parse_params(["T=5", "loss=huber", "eta=0.5", "flag=true"])
-    {'T': 5, 'loss': 'huber', 'eta': 0.5, 'flag': True}
-    """
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = str(item).partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise InputError(f"--param expects KEY=VALUE, got {item!r}")
-        out[key] = _parse_value(raw.strip())
-    return out
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -134,24 +114,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-
-
-def _parse_value(raw: str) -> Any:
-    low = raw.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    try:
-        return int(raw)
-    except ValueError:
-        pass
-    try:
-        return float(raw)
-    except ValueError:
-        pass
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw
 
 
 if __name__ == "__main__":  # pragma: no cover
