@@ -418,6 +418,31 @@ def test_a_baseline_the_algorithm_refuses_is_refused_at_load(baseline_params: st
     assert f"{path}:{_line(path, line)}: {base}: " in out and words in out, out
 
 
+@pytest.mark.parametrize("options, line, words", [
+    # 150 steps need at least 150 records: the grid's first point, n = 100, cannot.
+    ("vary = 'n'\nvalues = [100, 400, 800]", "^values = ",
+     "a single pass of T = 150 steps needs at least 150 records"),
+    # ... nor, at thorough scale, a grid that its thorough table sets.
+    ("vary = 'n'\nvalues = [400, 800, 1600]\n[check.thorough]\nvalues = [100, 400, 800]",
+     r"^values = \[100", "a single pass of T = 150 steps needs at least 150 records"),
+    # The control's sweep pins T over the check's own.
+    ("vary = 'epsilon'\nvalues = [0.5, 1.0, 2.0]\ncontrol = { T = 400 }", "^control = ",
+     "a single pass of T = 400 steps needs at least 400 records"),
+    # A grid the check cannot set up at all is the check's own error.
+    ("vary = 'nosuch'\nvalues = [1, 2, 3]", r"^\[\[check\]\]",
+     "o2nc_zo:paper has no parameter 'nosuch'"),
+])
+def test_every_point_of_a_rate_check_is_resolved_at_load(options: str, line: str, words: str,
+                                                       write_suite, tmp_path,
+                                                       capsys) -> None:
+    """A rate check's grid points, and its control's, are resolved when the suite loads,
+    at both scales: before any work, at the line of the option that sets them."""
+    path, out = _refused(write_suite, 'kind = "rate"\ntarget = "o2nc_zo:paper"\n'
+                         f"[check.params]\nT = 150\n[check.options]\n{options}",
+                         tmp_path, capsys)
+    assert f"{path}:{_line(path, line)}: o2nc_zo:paper: " in out and words in out, out
+
+
 @pytest.mark.parametrize("method, words", [
     ('{ target = "noisy_gd:sound", params = { T = 0 } }',
      "noisy_gd:sound: parameter 'T' of noisy_gd takes an integer >= 1, got 0"),

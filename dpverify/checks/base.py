@@ -428,12 +428,13 @@ class CheckKind(abc.ABC):
         """The kind's options, parsed and validated."""
         return self.Options.parse(raw, where)
 
-    def arms(self, target: str, params: Mapping[str, Any],
-             options: Any) -> list[tuple[str, dict[str, Any], str]]:
-        """Every run the check sets up: (target, its parameters, the option that sets
-        them). A suite resolves each when it loads, so a combination the algorithm
-        refuses is an error at that option's line before any work. The check's own target
-        alone, unless a kind runs others (a baseline, a grid of values).
+    def arms(self, target: str, params: Mapping[str, Any], options: Any,
+             scale: str = "quick") -> list[tuple[str, dict[str, Any], str]]:
+        """Every run the check sets up at ``scale``: (target, its parameters, the option
+        that sets them). A suite resolves each when it loads, at both scales, so a
+        combination the algorithm refuses is an error at that option's line before any
+        work. The check's own target alone, unless a kind runs others (a baseline, a grid
+        of values).
         """
         return [(target, dict(params), "params")]
 

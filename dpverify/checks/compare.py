@@ -252,8 +252,8 @@ class CompareCheck(CheckKind):
     Result = CompareMetrics
     registered_only = True
 
-    def arms(self, target: str, params: Mapping[str, Any],
-             options: CompareOptions) -> list[tuple[str, dict[str, Any], str]]:
+    def arms(self, target: str, params: Mapping[str, Any], options: CompareOptions,
+             scale: str = "quick") -> list[tuple[str, dict[str, Any], str]]:
         """Both arms at every grid value, as :func:`compare_arms` sets them up.
 
         Examples

@@ -222,8 +222,8 @@ class ProtocolCheck(CheckKind):
     Result = ProtocolMetrics
     registered_only = True
 
-    def arms(self, target: str, params: Mapping[str, Any],
-             options: ProtocolOptions) -> list[tuple[str, dict[str, Any], str]]:
+    def arms(self, target: str, params: Mapping[str, Any], options: ProtocolOptions,
+             scale: str = "quick") -> list[tuple[str, dict[str, Any], str]]:
         """The target and every other method, as :func:`run_protocol` sets them up.
 
         Examples

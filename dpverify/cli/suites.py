@@ -390,9 +390,13 @@ def _check_arms(kind: CheckKind, own: tuple[str, dict[str, Any]],
                 parsed: list[tuple[Any, set[str]]],
                 where: Callable[[str | None], str]) -> None:
     """Every other run the check sets up (a baseline, a grid of values: ``kind.arms``),
-    at both scales, resolved against its algorithm's ranges and rules."""
-    for opts, overridden in parsed:
-        for target, params, key in kind.arms(*own, opts):
+    at both scales, resolved against its algorithm's ranges and rules at its scale."""
+    for (opts, overridden), scale in zip(parsed, ("quick", "thorough"), strict=True):
+        try:  # a grid the check cannot set up is the check's own error
+            arms = kind.arms(*own, opts, scale)
+        except InputError as e:
+            raise InputError(f"{where(None)}: {own[0]}: {e}") from None
+        for target, params, key in arms:
             if (target, params) == own or not (kind.registered_only
                                                or is_registered_target(target)):
                 continue
@@ -400,7 +404,7 @@ def _check_arms(kind: CheckKind, own: tuple[str, dict[str, Any]],
             at = f"thorough.{option}" if option in overridden else key
             try:
                 t = resolve(target)
-                t.algorithm.params(t.variant.name, params)
+                t.algorithm.params(t.variant.name, params, scale)
             except InputError as e:
                 raise InputError(f"{where(at)}: {target}: {e}") from None
 

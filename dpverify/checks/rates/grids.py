@@ -249,6 +249,28 @@ class SweepPlan:
         return data_seed, sweep_stream(self.seed, parameter, 1, *key)
 
 
+def sweep_points(target: Target, parameter: str, values: Sequence[Any],
+                 params: Mapping[str, Any] | None = None,
+                 pinned: Mapping[str, Any] | None = None,
+                 scale: str = "quick") -> tuple[list[Any], list[dict[str, Any]]]:
+    """The grid's values as the algorithm takes them, and each point's overrides: the
+    other parameters, the point's value, then ``pinned`` over both (:func:`run_sweep`).
+
+    Examples
+    --------
+    >>> from dpverify.core.registry import resolve
+    >>> values, points = sweep_points(resolve("noisy_gd:sound"), "n", [100, 200, 400.0],
+    ...                               {"T": 20}, {"epsilon": 9})
+    >>> values, points[2]
+    ([100, 200, 400], {'T': 20, 'n': 400, 'epsilon': 9})
+    """
+    base = target.algorithm.params(target.variant.name, params, scale)
+    if parameter not in base:
+        raise InputError(f"{target.id} has no parameter {parameter!r}; known: {sorted(base)}")
+    values = [coerce_value(base[parameter], v, parameter) for v in check_grid(parameter, values)]
+    return values, [{**(params or {}), parameter: v, **(pinned or {})} for v in values]
+
+
 def run_sweep(
     target: Target,
     parameter: str,
@@ -290,10 +312,7 @@ def run_sweep(
     seeds = int(check_positive(plan.seeds, "seeds", integer=True))
     algo, variant = target.algorithm, target.variant
     metric, metric_fn = target_metric(target, plan.metric)
-    base = algo.params(variant.name, params, plan.scale)
-    if parameter not in base:
-        raise InputError(f"{target.id} has no parameter {parameter!r}; known: {sorted(base)}")
-    values = [coerce_value(base[parameter], v, parameter) for v in check_grid(parameter, values)]
+    values, points = sweep_points(target, parameter, values, params, pinned, plan.scale)
 
     Y = np.empty((len(values), seeds))
     mu = np.full(len(values), np.nan)
@@ -302,8 +321,7 @@ def run_sweep(
     point_params: list[dict[str, Any]] = []
     with single_threaded_blas():
         for i, v in enumerate(values):
-            p = algo.params(variant.name, {**(params or {}), parameter: v, **(pinned or {})},
-                            plan.scale)
+            p = algo.params(variant.name, points[i], plan.scale)
             point_params.append(p)
             data_seed, trial_ss = plan.streams(parameter, i)
             t0 = time.perf_counter()

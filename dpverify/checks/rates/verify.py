@@ -18,6 +18,7 @@ from dpverify.checks.rates.grids import (
     default_grid,
     run_function_sweep,
     run_sweep,
+    sweep_points,
     sweep_stream,
 )
 from dpverify.checks.rates.metrics import get_metric
@@ -316,12 +317,8 @@ def verify_rates(exp: Experiment, options: RateOptions | None = None) -> RatesRe
                      seed=int(exp.seed), common_random_numbers=o.common_random_numbers,
                      progress=exp.progress, scale=scale, backend=exp.backend)
     fn, name = _rate_target(exp.spec)
-    th = (resolve_theory(name, metric=o.metric, theory=_opt(o.theory, dict),
-                         log_factors=_opt(o.log_factors, list), regime=_opt(o.regime, list),
-                         sided=o.sided)
-          if fn is None else _function_theory(name, o))
     params = dict(exp.overrides) or None
-    grids = _sweep_grids(fn, name, _check_vary(o), params, th, scale)
+    th, grids = _theory_and_grids(fn, name, o, params, scale)
     check_theory_varied(o.theory, list(grids))
     if o.saturation is not None and o.rate is None:
         raise InputError("saturation needs the theorem's full bound (option rate, --rate): a "
@@ -360,6 +357,17 @@ def _rate_target(spec: Any) -> tuple[Callable[..., Any] | None, str]:
     if is_registered_target(spec):
         return None, resolve(spec).id
     return load_callable(spec), str(spec)
+
+
+def _theory_and_grids(fn: Callable[..., Any] | None, name: str, o: RateOptions,
+                      params: Mapping[str, Any] | None,
+                      scale: str) -> tuple[Theory, dict[str, list[Any]]]:
+    """The theorem the sweeps are fitted against, and every swept parameter's grid."""
+    th = (resolve_theory(name, metric=o.metric, theory=_opt(o.theory, dict),
+                         log_factors=_opt(o.log_factors, list), regime=_opt(o.regime, list),
+                         sided=o.sided)
+          if fn is None else _function_theory(name, o))
+    return th, _sweep_grids(fn, name, _check_vary(o), params, th, scale)
 
 
 def _sweep_grids(fn: Callable[..., Any] | None, name: str, vary: Any,
@@ -542,6 +550,29 @@ class RateCheck(CheckKind):
     Result = RateMetrics
     column = "rate"
     figures = ("rate",)
+
+    def arms(self, target: str, params: Mapping[str, Any], options: RateOptions,
+             scale: str = "quick") -> list[tuple[str, dict[str, Any], str]]:
+        """Every point of every grid, and of the control's sweep, as :func:`verify_rates`
+        sets them up (a user's function: its own parameters alone).
+
+        Examples
+        --------
+        >>> o = RateOptions(vary="n", values=(100, 200, 400), control={"epsilon": 100.0})
+        >>> [(p["n"], key) for _, p, key in RateCheck().arms("noisy_gd:sound", {"T": 5}, o)]
+        ... # doctest: +NORMALIZE_WHITESPACE
+        [(100, 'options.values'), (200, 'options.values'), (400, 'options.values'),
+         (100, 'options.control'), (200, 'options.control'), (400, 'options.control')]
+        """
+        if not is_registered_target(target):
+            return super().arms(target, params, options, scale)
+        t, given = resolve(target), dict(params) or None
+        _, grids = _theory_and_grids(None, t.id, options, given, scale)
+        key = "options.values" if options.values is not None else "options.vary"
+        sweeps = [(None, key)] + ([(dict(options.control), "options.control")]
+                                  if options.control else [])
+        return [(target, point, at) for k, values in grids.items() for pinned, at in sweeps
+                for point in sweep_points(t, k, values, given, pinned, scale)[1]]
 
     def run(self, exp: Experiment, options: RateOptions) -> Outcome:
         res = rates_of(exp, options)
