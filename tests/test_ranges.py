@@ -243,3 +243,24 @@ def test_a_combination_the_cli_refuses_names_every_flag_it_read() -> None:
     assert str(e.value).endswith("n = 300")
     with pytest.raises(InputError, match="^--param steps: unknown parameter 'steps'"):
         check_params(argparse.Namespace(target="o2nc_zo:paper", param=["steps=3"]))
+
+
+def test_a_rate_sweep_refuses_a_grid_point_before_any_run(tmp_path, capsys,
+                                                          monkeypatch) -> None:
+    """The control's sweep pins T = 150, which n = 100 cannot hold in one pass: the
+    sweeps are refused before the first point of the first one runs, naming the point."""
+    from dpverify.checks.rates import grids
+
+    def no_run(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a point ran before the grids were checked")
+
+    monkeypatch.setattr(grids, "build_problem", no_run)
+    out = tmp_path / "r.json"
+    argv = ["rates", "o2nc_zo:paper", "--control", "T=150", "--vary", "n=100,400,800",
+            "--seeds", "2", "--json", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr()
+    assert ("a point of the control's sweep of o2nc_zo:paper, n = 100, T = 150: parameters "
+            "of o2nc_zo: a single pass of T = 150 steps needs at least 150 records"
+            ) in err.out + err.err, err
+    assert not out.exists()

@@ -326,6 +326,8 @@ def verify_rates(exp: Experiment, options: RateOptions | None = None) -> RatesRe
     if fn is not None and (o.control or o.saturation is not None):
         raise InputError("window validation (saturation, control) needs a registered target: "
                          "a function has no start or privacy parameters to read")
+    if fn is None:  # every point resolved before the first runs
+        resolve_points(name, params or {}, o, scale)
     settings = o.fit_settings()
     sweeps, fits = [], []
     for k, values in grids.items():
@@ -341,6 +343,36 @@ def verify_rates(exp: Experiment, options: RateOptions | None = None) -> RatesRe
         sweeps.append(sw)
         fits.append(fit_sweep(sw, th, settings, axis=o.axis, control=ctl, rate=o.rate))
     return RatesResult(target=name, theory=th, sweeps=sweeps, fits=fits, seed=int(exp.seed))
+
+
+# What sets each kind of point of a rate check, in words (keys of :meth:`RateCheck.arms`).
+_POINT_SOURCE = {"options.values": "a grid point", "options.vary": "a grid point",
+                 "options.control": "a point of the control's sweep"}
+
+
+def resolve_points(target: str, params: Mapping[str, Any], o: RateOptions,
+                   scale: str) -> None:
+    """Resolve every point the sweeps of a registered ``target`` will run (its grids and
+    its control's) against the algorithm's ranges and rules; an
+    :class:`~dpverify.core.errors.InputError` names the first refused point.
+
+    Examples
+    --------
+    >>> try:
+    ...     resolve_points("o2nc_zo:paper", {"T": 150}, RateOptions(vary="n",
+    ...                    values=(100, 400, 800)), "quick")
+    ... except InputError as e:
+    ...     print(str(e)[:71])
+    a grid point of o2nc_zo:paper, n = 100: parameters of o2nc_zo: a single
+    """
+    for t, point, key in RateCheck().arms(target, params, o, scale):
+        ref = resolve(t)
+        try:
+            ref.algorithm.params(ref.variant.name, point, scale)
+        except InputError as e:
+            varied = ", ".join(f"{k} = {v!r}" for k, v in point.items()
+                               if k not in params or params[k] != v)
+            raise InputError(f"{_POINT_SOURCE.get(key, key)} of {t}, {varied}: {e}") from None
 
 
 def _opt(value: Any, kind: Callable[[Any], Any]) -> Any:
