@@ -69,3 +69,20 @@ def test_holm_controls_the_family():
     p = np.array([0.001, 0.02, 0.04, 0.5])
     adj = holm(p)
     assert np.all(adj >= p) and adj[0] == pytest.approx(0.004) and adj[-1] == 0.5
+
+
+def test_every_arm_is_resolved_before_the_first_runs(monkeypatch) -> None:
+    """The grid's last value cannot be a dataset size: the comparison is refused before
+    any arm runs, naming the arm and the value."""
+    import dpverify.checks.compare as compare
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("an arm ran before every arm was resolved")
+
+    monkeypatch.setattr(compare, "_arm", no_run)
+    exp = Experiment("noisy_gd:sound", {"T": 2})
+    o = CompareOptions(baseline="noisy_gd:sound", baseline_params={"T": 1}, vary="n",
+                       values=(50, 100, 2.5), seeds=2)
+    with pytest.raises(InputError, match=r"^noisy_gd:sound at n = 2\.5: parameter 'n' of "
+                                         r"noisy_gd takes an integer"):
+        compare.compare_arms(exp, o)

@@ -85,3 +85,19 @@ def test_without_claims_the_table_is_reproduced_only():
     assert res["verdict"] == "PASS" and res["claims"] == []
     with pytest.raises(InputError, match="at least 3"):
         run_protocol(Experiment("noisy_gd:sound", GD), _options(trials=2))
+
+
+def test_every_method_is_resolved_before_the_first_runs(monkeypatch) -> None:
+    import dpverify.checks.protocols as protocols
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("a method ran before every method was resolved")
+
+    monkeypatch.setattr(protocols, "_method_values", no_run)
+    exp = Experiment("noisy_gd:sound", {"T": 10, "n": 40})
+    o = ProtocolOptions(label="ours", metrics=("excess_risk",), trials=4, methods={
+        "ok": {"target": "noisy_gd:sound", "params": {"T": 5, "n": 40}},
+        "bad": {"target": "noisy_gd:sound", "params": {"T": 0, "n": 40}}})
+    with pytest.raises(InputError, match=r"^method 'bad' \(noisy_gd:sound\): parameter 'T' "
+                                         r"of noisy_gd takes an integer >= 1, got 0"):
+        protocols.run_protocol(exp, o)

@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Literal, Union
 from dpverify.core.claims import Verdict
 from dpverify.core.errors import InputError
 from dpverify.core.prose import Statement, inconclusive_reason, with_article
+from dpverify.core.registry import is_registered_target, resolve
 from dpverify.execution.experiment import Experiment
 
 
@@ -437,6 +438,32 @@ class CheckKind(abc.ABC):
         of values).
         """
         return [(target, dict(params), "params")]
+
+    def refused_arm(self, target: str, params: Mapping[str, Any], options: Any,
+                    scale: str = "quick") -> tuple[str, dict[str, Any], str, InputError] | None:
+        """The first run :meth:`arms` sets up that its algorithm refuses (a range or a
+        rule of :meth:`~dpverify.core.registry.Algorithm.params`, at ``scale``): (target,
+        its parameters, the option that sets them, the error), or ``None``. The check's
+        own run is left out (resolved on its own), and so is a user's function.
+
+        Examples
+        --------
+        >>> from dpverify.checks.compare import CompareCheck, CompareOptions
+        >>> o = CompareOptions(baseline="noisy_gd:sound", baseline_params={"T": 0})
+        >>> t, params, key, e = CompareCheck().refused_arm("noisy_gd:sound", {"T": 3}, o)
+        >>> key, str(e)
+        ('options.baseline_params', "parameter 'T' of noisy_gd takes an integer >= 1, got 0")
+        """
+        own = (target, dict(params))
+        for t, p, key in self.arms(target, params, options, scale):
+            if (t, p) == own or not (self.registered_only or is_registered_target(t)):
+                continue
+            try:
+                ref = resolve(t)
+                ref.algorithm.params(ref.variant.name, p, scale)
+            except InputError as e:
+                return t, p, key, e
+        return None
 
     #: The figures the report draws for this kind's records, by name: ``roc`` (the test's
     #: ROC against the claim's trade-off curve), ``loss`` (the privacy-loss histogram of a

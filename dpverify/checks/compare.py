@@ -167,6 +167,11 @@ def compare_arms(exp: Experiment, o: CompareOptions) -> dict[str, Any]:
     (1, ['baseline', 'p_greater', 'p_less'])
     """
     metric, metric_fn = target_metric(exp.target, o.metric)
+    refused = CompareCheck().refused_arm(exp.name, exp.overrides, o, exp.scale.value)
+    if refused is not None:  # before the first arm runs
+        t, params, _, e = refused
+        at = f" at {o.vary} = {params[o.vary]!r}" if o.vary in params else ""
+        raise InputError(f"{t}{at}: {e}")
     points = []
     for v, (s_params, b_params) in _arm_params(exp.overrides, o):
         subj = exp.replace(params=s_params)

@@ -154,6 +154,10 @@ def run_protocol(exp: Experiment, o: ProtocolOptions) -> dict[str, Any]:
     trials = exp.trial_count(o.trials, DEFAULT_TRIALS.get(exp.scale.value, 20))
     if trials < 3:
         raise InputError(f"a protocol needs at least 3 trials a method, got {trials}")
+    refused = ProtocolCheck().refused_arm(exp.name, exp.overrides, o, exp.scale.value)
+    if refused is not None:  # before the first method runs
+        label = next(k for k, m in _methods(o).items() if m == refused[:2])
+        raise InputError(f"method {label!r} ({refused[0]}): {refused[3]}")
     runs = {o.label: exp}
     for label, (target, params) in _methods(o).items():
         runs[label] = exp.replace(target=target, params=params)

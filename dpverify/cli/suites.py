@@ -393,20 +393,14 @@ def _check_arms(kind: CheckKind, own: tuple[str, dict[str, Any]],
     at both scales, resolved against its algorithm's ranges and rules at its scale."""
     for (opts, overridden), scale in zip(parsed, ("quick", "thorough"), strict=True):
         try:  # a grid the check cannot set up is the check's own error
-            arms = kind.arms(*own, opts, scale)
+            refused = kind.refused_arm(*own, opts, scale)
         except InputError as e:
             raise InputError(f"{where(None)}: {own[0]}: {e}") from None
-        for target, params, key in arms:
-            if (target, params) == own or not (kind.registered_only
-                                               or is_registered_target(target)):
-                continue
+        if refused is not None:
+            target, _, key, e = refused
             option = key.partition(".")[2]
             at = f"thorough.{option}" if option in overridden else key
-            try:
-                t = resolve(target)
-                t.algorithm.params(t.variant.name, params, scale)
-            except InputError as e:
-                raise InputError(f"{where(at)}: {target}: {e}") from None
+            raise InputError(f"{where(at)}: {target}: {e}")
 
 
 def discover(paths: Iterable[str | Path]) -> list[Path]:

@@ -365,14 +365,12 @@ def resolve_points(target: str, params: Mapping[str, Any], o: RateOptions,
     ...     print(str(e)[:71])
     a grid point of o2nc_zo:paper, n = 100: parameters of o2nc_zo: a single
     """
-    for t, point, key in RateCheck().arms(target, params, o, scale):
-        ref = resolve(t)
-        try:
-            ref.algorithm.params(ref.variant.name, point, scale)
-        except InputError as e:
-            varied = ", ".join(f"{k} = {v!r}" for k, v in point.items()
-                               if k not in params or params[k] != v)
-            raise InputError(f"{_POINT_SOURCE.get(key, key)} of {t}, {varied}: {e}") from None
+    refused = RateCheck().refused_arm(target, params, o, scale)
+    if refused is not None:
+        t, point, key, e = refused
+        varied = ", ".join(f"{k} = {v!r}" for k, v in point.items()
+                           if k not in params or params[k] != v)
+        raise InputError(f"{_POINT_SOURCE.get(key, key)} of {t}, {varied}: {e}")
 
 
 def _opt(value: Any, kind: Callable[[Any], Any]) -> Any:
