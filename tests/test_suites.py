@@ -388,6 +388,16 @@ def test_bad_input_of_a_check_names_its_own_line(target: str, params: str, key: 
     assert f"{path}:{_line(path, rf'^{key} = ')}: {words}" in out, out
 
 
+def test_a_check_whose_parameters_break_a_rule_at_thorough_scale_is_refused_at_load(
+        write_suite, tmp_path, capsys) -> None:
+    """Digits-ST holds 2,000 records at neither class balance: quick scale's n = 500
+    fits, the algorithm's thorough n = 2000 does not, and the suite must run at both."""
+    path, out = _refused(write_suite, 'kind = "account"\ntarget = "dp_sgd_dro:sound"\n'
+                         '[check.params]\ndataset = "digits_st"', tmp_path, capsys)
+    assert (f"{path}:1: at scale thorough: parameters of dp_sgd_dro: digits_st has 901 "
+            "negatives and 896 positives: n = 2000") in out, out
+
+
 def _refused(write_suite, check: str, tmp_path: Path, capsys) -> tuple[Path, str]:
     """Write a suite of one check (its lines after the id) that must be refused, run it
     (exit 2, no report); returns its path and what it printed."""
@@ -415,7 +425,8 @@ def test_a_baseline_the_algorithm_refuses_is_refused_at_load(baseline_params: st
                          f'[check.options]\nbaseline = "{base}"\n'
                          f"baseline_params = {baseline_params}\nseeds = 2\n{thorough}",
                          tmp_path, capsys)
-    assert f"{path}:{_line(path, line)}: {base}: " in out and words in out, out
+    scale = "at scale thorough: " if thorough else ""
+    assert f"{path}:{_line(path, line)}: {scale}{base}: " in out and words in out, out
 
 
 @pytest.mark.parametrize("options, line, words", [
@@ -440,7 +451,8 @@ def test_every_point_of_a_rate_check_is_resolved_at_load(options: str, line: str
     path, out = _refused(write_suite, 'kind = "rate"\ntarget = "o2nc_zo:paper"\n'
                          f"[check.params]\nT = 150\n[check.options]\n{options}",
                          tmp_path, capsys)
-    assert f"{path}:{_line(path, line)}: o2nc_zo:paper: " in out and words in out, out
+    scale = "at scale thorough: " if "[check.thorough]" in options else ""
+    assert f"{path}:{_line(path, line)}: {scale}o2nc_zo:paper: " in out and words in out, out
 
 
 @pytest.mark.parametrize("method, words", [

@@ -318,18 +318,22 @@ def _load_check(entry: Any, i: int, seen: set[str],
 
 def _check_target(target: str, params: dict[str, Any],
                   where: Callable[[str | None], str]) -> None:
-    """A registered target and its parameters, or a user's ``module:function`` that imports."""
+    """A registered target and its parameters at both scales (the algorithm's thorough
+    settings meet the check's parameters there), or a user's ``module:function`` that
+    imports."""
     if is_registered_target(target) or ":" not in target:
+        scale = "quick"
         try:
             t = resolve(target)
-            t.algorithm.params(t.variant.name, params)
+            for scale in ("quick", "thorough"):
+                t.algorithm.params(t.variant.name, params, scale)
         except InputError as e:
             # Point at the offending parameter's own line, not the first parameter's.
             if "unknown algorithm" in str(e) or "variant" in str(e):
                 raise InputError(f"{where('target')}: {e}") from None
             spec = CheckSpec("", "", target, params=params, source=where("params"),
                              lines={f"params.{k}": where(f"params.{k}") for k in params})
-            raise InputError(f"{spec.locate(str(e))}: {e}") from None
+            raise InputError(f"{spec.locate(str(e))}: {_at_scale(scale)}{e}") from None
         return
     # Not a registered name, so a user's module:function. Import it now: a typo in an
     # algorithm's name must fail here, before anything runs or is written.
@@ -395,12 +399,17 @@ def _check_arms(kind: CheckKind, own: tuple[str, dict[str, Any]],
         try:  # a grid the check cannot set up is the check's own error
             refused = kind.refused_arm(*own, opts, scale)
         except InputError as e:
-            raise InputError(f"{where(None)}: {own[0]}: {e}") from None
+            raise InputError(f"{where(None)}: {_at_scale(scale)}{own[0]}: {e}") from None
         if refused is not None:
             target, _, key, e = refused
             option = key.partition(".")[2]
             at = f"thorough.{option}" if option in overridden else key
-            raise InputError(f"{where(at)}: {target}: {e}")
+            raise InputError(f"{where(at)}: {_at_scale(scale)}{target}: {e}")
+
+
+def _at_scale(scale: str) -> str:
+    """How an error found only at thorough scale says so (quick: nothing)."""
+    return "" if scale == "quick" else f"at scale {scale}: "
 
 
 def discover(paths: Iterable[str | Path]) -> list[Path]:
