@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from scipy.special import gammaln
 
 from dpverify.accounting.accountant import calibrate_gaussian
@@ -103,7 +102,9 @@ def check_records(p: Mapping[str, Any]) -> None:
     The period Sigma comes from the problem's constants (L, Phi) when not given, so the
     exact count is known only when the algorithm runs (:func:`single_pass_schedule` checks
     it there); here T is refused where even the least count over every Sigma <= T (with
-    B1 and B2 as given, B1 = Sigma and B2 = 1 by default) exceeds n.
+    B1 and B2 as given, B1 = Sigma and B2 = 1 by default) exceeds n. That count is
+    B1 ceil(T/Sigma) + B2 (T - ceil(T/Sigma)): linear in the number of period starts when
+    B1 is given, so least at Sigma = 1 or T, and at least T when B1 = Sigma (T at 1).
 
     Examples
     --------
@@ -119,11 +120,9 @@ def check_records(p: Mapping[str, Any]) -> None:
         return  # T is derived to fit
     T = int(T)
     fixed = _opt(p, "Sigma")
-    sigma = np.array([min(int(fixed), T)]) if fixed is not None else np.arange(1, T + 1)
-    starts = -(-T // sigma)  # records_used over every period at once
-    b1 = int(p["B1"]) if _opt(p, "B1") is not None else sigma
-    b2 = int(p["B2"]) if _opt(p, "B2") is not None else 1
-    least = int(np.min(b1 * starts + b2 * (T - starts)))
+    b1, b2 = _opt(p, "B1"), _opt(p, "B2")
+    least = min(records_used(T, s, s if b1 is None else b1, 1 if b2 is None else b2)
+                for s in ((min(int(fixed), T),) if fixed is not None else (1, T)))
     if least > n:
         period = f"Sigma = {fixed}" if fixed is not None else "any period Sigma"
         raise InputError(f"a single pass of T = {T} steps needs at least {least} records at "
